@@ -1,0 +1,189 @@
+"""Benchmark loaders (paper §4.2, §4.4): JudgeBench pairs and RewardBench 2 best-of-4 items.
+
+Records become frozen dataclasses; malformed input raises ValueError naming the file and line (or row).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+_LABELS = frozenset({"A>B", "B>A", "A=B"})
+
+
+@dataclass(frozen=True)
+class JudgeBenchPair:
+    """One JudgeBench response pair; ``original_id`` is stringified (int for MMLU-Pro, null for LiveBench)."""
+
+    pair_id: str
+    original_id: str | None
+    source: str
+    question: str
+    response_a: str
+    response_b: str
+    label: str
+
+
+@dataclass(frozen=True)
+class FactualityItem:
+    """One RewardBench 2 item: four candidates, seeded-shuffled; the chosen one sits at ``correct_index``."""
+
+    item_id: str
+    prompt: str
+    candidates: tuple[str, ...]
+    correct_index: int
+    subset: str
+
+
+def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Yield (line number, object) per non-blank line; bad JSON or non-object → ValueError at file:line."""
+    with path.open(encoding="utf-8") as handle:
+        for lineno, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{path}:{lineno}: invalid JSON: {exc.msg}") from exc
+            if not isinstance(record, dict):
+                raise ValueError(f"{path}:{lineno}: expected a JSON object, got {type(record).__name__}")
+            yield lineno, record
+
+
+def _check_limit(limit: int | None) -> None:
+    if limit is not None and limit < 0:
+        raise ValueError(f"limit must be non-negative, got {limit}")
+
+
+def _str_field(record: Mapping[str, Any], key: str, where: str) -> str:
+    value = record.get(key)
+    if not isinstance(value, str):
+        raise ValueError(f"{where}: field {key!r} must be a string, got {type(value).__name__}")
+    return value
+
+
+def _str_list(record: Mapping[str, Any], key: str, where: str) -> list[str]:
+    value = record.get(key)
+    if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
+        raise ValueError(f"{where}: field {key!r} must be a list of strings")
+    return list(value)
+
+
+def load_judgebench(path: Path, limit: int | None = None) -> list[JudgeBenchPair]:
+    """Read the first ``limit`` pairs of a JudgeBench JSONL split (fields response_A/response_B, label)."""
+    _check_limit(limit)
+    pairs: list[JudgeBenchPair] = []
+    if limit == 0:
+        return pairs
+    for lineno, record in read_jsonl(path):
+        where = f"{path}:{lineno}"
+        label = _str_field(record, "label", where)
+        if label not in _LABELS:
+            raise ValueError(f"{where}: unknown label {label!r}")
+        original_id = record.get("original_id")
+        pairs.append(
+            JudgeBenchPair(
+                pair_id=_str_field(record, "pair_id", where),
+                original_id=None if original_id is None else str(original_id),
+                source=_str_field(record, "source", where),
+                question=_str_field(record, "question", where),
+                response_a=_str_field(record, "response_A", where),
+                response_b=_str_field(record, "response_B", where),
+                label=label,
+            )
+        )
+        if len(pairs) == limit:
+            break  # stop before reading further lines
+    return pairs
+
+
+def _factuality_item(record: Mapping[str, Any], *, seed: int, subset: str, where: str) -> FactualityItem:
+    raw_id = record.get("id")
+    if not isinstance(raw_id, str | int) or isinstance(raw_id, bool):
+        raise ValueError(f"{where}: field 'id' must be a string or integer")
+    chosen = _str_list(record, "chosen", where)
+    rejected = _str_list(record, "rejected", where)
+    if len(chosen) != 1 or len(rejected) != 3:
+        raise ValueError(
+            f"{where}: expected 1 chosen and 3 rejected responses, got {len(chosen)} and {len(rejected)}"
+        )
+    texts = [chosen[0], *rejected]
+    order = list(range(len(texts)))
+    random.Random(f"{seed}:{subset}:{raw_id}").shuffle(order)
+    return FactualityItem(
+        item_id=f"{subset}:{raw_id}",
+        prompt=_str_field(record, "prompt", where),
+        candidates=tuple(texts[i] for i in order),
+        correct_index=order.index(0),
+        subset=subset,
+    )
+
+
+def _to_items(
+    rows: Iterable[tuple[str, Mapping[str, Any]]], *, seed: int, limit: int | None, subset: str
+) -> list[FactualityItem]:
+    _check_limit(limit)
+    items: list[FactualityItem] = []
+    seen: set[str] = set()
+    if limit == 0:
+        return items
+    for where, record in rows:
+        if _str_field(record, "subset", where) != subset:
+            continue
+        item = _factuality_item(record, seed=seed, subset=subset, where=where)
+        if item.item_id in seen:
+            raise ValueError(f"{where}: duplicate item id {item.item_id!r}")
+        seen.add(item.item_id)
+        items.append(item)
+        if len(items) == limit:
+            break  # stop before reading further records
+    return items
+
+
+def _parquet_rows(path: Path) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    try:
+        import pyarrow.parquet as pq
+    except ImportError as exc:
+        raise RuntimeError(f"reading {path} needs pyarrow: pip install 'pcfjudge[eval]'") from exc
+    for index, row in enumerate(pq.read_table(path).to_pylist(), start=1):
+        yield f"{path}: row {index}", row
+
+
+def load_rewardbench2(
+    path: Path, *, seed: int = 0, limit: int | None = None, subset: str = "Factuality"
+) -> list[FactualityItem]:
+    """Load RewardBench 2 items of ``subset`` from JSONL or Parquet (by ``.parquet`` suffix), first ``limit``.
+
+    Candidates are chosen[0] + rejected, shuffled with Random(f"{seed}:{subset}:{id}") so the correct answer
+    is not always first and each item's order is reproducible. A matching record without exactly 1 chosen and
+    3 rejected responses raises ValueError rather than being skipped, so a slice never silently shrinks.
+    """
+    if path.suffix == ".parquet":
+        rows: Iterable[tuple[str, Mapping[str, Any]]] = _parquet_rows(path)
+    else:
+        rows = ((f"{path}:{lineno}", record) for lineno, record in read_jsonl(path))
+    return _to_items(rows, seed=seed, limit=limit, subset=subset)
+
+
+def load_rewardbench2_hub(
+    *, seed: int = 0, limit: int | None = None, subset: str = "Factuality", split: str = "test"
+) -> list[FactualityItem]:
+    """Like load_rewardbench2, but from ``allenai/reward-bench-2`` on the Hugging Face hub (extra ``hub``)."""
+    try:
+        import datasets
+    except ImportError as exc:
+        raise RuntimeError(
+            "loading RewardBench 2 from the hub needs `pip install 'pcfjudge[hub]'` and network access"
+        ) from exc
+    try:
+        dataset = datasets.load_dataset("allenai/reward-bench-2", split=split)
+    except Exception as exc:
+        raise RuntimeError(
+            f"could not load allenai/reward-bench-2 split {split!r} (network access is needed): {exc}"
+        ) from exc
+    rows = ((f"allenai/reward-bench-2[{split}] row {i}", row) for i, row in enumerate(dataset, start=1))
+    return _to_items(rows, seed=seed, limit=limit, subset=subset)
