@@ -108,9 +108,7 @@ def _factuality_item(record: Mapping[str, Any], *, seed: int, subset: str, where
     chosen = _str_list(record, "chosen", where)
     rejected = _str_list(record, "rejected", where)
     if len(chosen) != 1 or len(rejected) != 3:
-        raise ValueError(
-            f"{where}: expected 1 chosen and 3 rejected responses, got {len(chosen)} and {len(rejected)}"
-        )
+        raise ValueError(f"{where}: expected 1 chosen and 3 rejected responses, got {len(chosen)} and {len(rejected)}")
     texts = [chosen[0], *rejected]
     order = list(range(len(texts)))
     random.Random(f"{seed}:{subset}:{raw_id}").shuffle(order)

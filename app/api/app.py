@@ -1,0 +1,48 @@
+"""The FastAPI application: ``create_app(settings)`` builds it; its lifespan owns every client."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI, Request, Response
+
+from app import __version__
+from app.api import errors, health, listwise
+from app.services import Services
+from app.settings import Settings
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    settings = settings or Settings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        services = Services.build(settings)
+        app.state.services = services
+        try:
+            yield
+        finally:
+            await services.aclose()
+
+    app = FastAPI(
+        title="pcfjudge",
+        version=__version__,
+        summary="Permutation-consensus LLM judging: PCFJudge (listwise) and APOCJudge (pairwise).",
+        lifespan=lifespan,
+    )
+    errors.install(app)
+    app.include_router(listwise.router)
+    app.include_router(health.router)
+
+    @app.middleware("http")
+    async def request_id(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
+        rid = request.headers.get("x-request-id") or uuid.uuid4().hex
+        request.state.request_id = rid[:64]
+        response = await call_next(request)
+        response.headers["X-Request-ID"] = request.state.request_id
+        return response
+
+    app.add_middleware(errors.BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
+    return app

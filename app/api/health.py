@@ -1,0 +1,32 @@
+"""Liveness and readiness."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter
+
+from app import __version__
+from app.api.deps import ServicesDep
+from app.judging.prompts import LISTWISE_VERSION
+
+router = APIRouter()
+
+
+@router.get("/healthz")
+async def healthz() -> dict[str, str]:
+    """The process is up."""
+    return {"status": "ok"}
+
+
+@router.get("/readyz")
+async def readyz(services: ServicesDep) -> dict[str, Any]:
+    """Which backends are configured (never their keys), the default model and the cache in use."""
+    return {
+        "status": "ready",
+        "version": __version__,
+        "default_model": services.settings.resolved_default_model(),
+        "backends": services.registry.describe(),
+        "prompt_versions": [LISTWISE_VERSION],
+        "cache": {"layer": "memory", "status": "ok", "entries": len(services.cache)},
+    }

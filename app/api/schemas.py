@@ -1,0 +1,124 @@
+"""HTTP request and response models (contract v1: field names are fixed, fields may be added)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class CandidateIn(Strict):
+    id: str = Field(
+        min_length=1, max_length=200, description="Client id, returned in every field that names a candidate."
+    )
+    text: str = Field(description="The candidate answer (untrusted text).")
+
+
+class ListwiseRequest(Strict):
+    question: str = Field(min_length=1, description="The prompt the candidates answer.")
+    candidates: list[CandidateIn | str] = Field(
+        description='Candidate answers: {"id", "text"} objects or plain strings (which get ids "0", "1", …).'
+    )
+    k: int | None = Field(default=None, ge=1, le=64, description="Permutations (runs) per execution; default 7.")
+    mode: Literal["consensus", "direct", "repeated_canonical"] = "consensus"
+    weights: str | dict[str, float] = Field(
+        default="proposed",
+        description="A preset (proposed, uniform, score_only, rank_only, top_vote_only, no_uncertainty, score_rank, "
+        "score_top) or {score, borda, top_vote, uncertainty}: non-negative, summing to 1.",
+    )
+    executions: int = Field(default=1, ge=1, le=5, description="Independent executions; consensus is averaged.")
+    model: str | None = Field(default=None, description="provider:model, e.g. sim:default or openai:gpt-5.4.")
+    seed: int = Field(default=0, ge=0, description="Selects the (deterministic) permutation schedule.")
+    include_runs: bool = True
+    permutations: list[list[int]] | None = Field(
+        default=None,
+        description="Explicit displayed orders (indices into candidates) instead of the schedule.",
+    )
+    cache: Literal["use", "refresh", "bypass"] = "use"
+    oracle_best: str | None = Field(
+        default=None, description="sim:oracle only: the id of the truly best candidate (for simulations)."
+    )
+
+
+class CandidateOut(BaseModel):
+    id: str
+    consensus: float
+    mean_score: float
+    borda: float
+    top_vote: float
+    uncertainty: float
+    major_error: float
+    hallucinated_specificity: float
+
+
+class JudgmentOut(BaseModel):
+    score: float
+    rank: float
+    major_error: bool
+    hallucinated_specificity: bool
+    calibrated_uncertainty: bool
+    rationale: str
+
+
+class RunOut(BaseModel):
+    execution: int
+    index: int
+    order: list[str]
+    sample: int
+    rank_source: Literal["judge", "scores"] | None
+    judgments: dict[str, JudgmentOut] | None
+    top_set: list[str] | None
+    cached: bool
+    latency_ms: float
+    error: str | None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_tokens: int = 0
+
+
+class Diagnostics(BaseModel):
+    runs_ok: int
+    runs_failed: int
+    quorum: int
+    agreement: float
+    direct_winners: list[str] | None
+    order_sensitive: bool
+    k_requested: int
+    k_capped: bool
+
+
+class UsageOut(BaseModel):
+    backend_calls: int
+    cache_hits: int
+    input_tokens: int
+    output_tokens: int
+    cached_tokens: int
+    cost_usd: float | None = None
+
+
+class ListwiseResponse(BaseModel):
+    request_id: str
+    model: str
+    prompt_version: str
+    mode: str
+    k: int
+    executions: int
+    weights: dict[str, float]
+    winners: list[str]
+    ranking: list[str]
+    candidates: list[CandidateOut]
+    runs: list[RunOut] | None
+    diagnostics: Diagnostics
+    usage: UsageOut
+    degraded: bool
+
+
+class ErrorResponse(BaseModel):
+    error: str = Field(description="Machine-readable kind, e.g. validation_error, backend_timeout.")
+    detail: str = Field(description="What went wrong and how to fix it.")
+    errors: list[dict[str, str]] | None = None
+    request_id: str | None = None

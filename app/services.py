@@ -1,0 +1,46 @@
+"""Everything a request needs, built once from settings and closed once: the HTTP app, the eval harness and
+batch callers all judge through one ``Services`` (one code path)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from app.backends.base import DecodingParams
+from app.backends.registry import Registry
+from app.cache.memory import MemoryCache
+from app.judging.runner import Runner
+from app.settings import Settings
+
+
+@dataclass
+class Services:
+    settings: Settings
+    registry: Registry
+    cache: MemoryCache
+    runner: Runner
+
+    @classmethod
+    def build(cls, settings: Settings) -> Services:
+        cache = MemoryCache(settings.cache_max_entries, settings.cache_ttl_s)
+        registry = Registry(settings)
+        runner = Runner(
+            cache,
+            max_retries=settings.max_retries,
+            retry_base_s=settings.retry_base_s,
+            retry_max_s=settings.retry_max_s,
+        )
+        return cls(settings=settings, registry=registry, cache=cache, runner=runner)
+
+    def decoding_params(self, provider: str) -> DecodingParams:
+        """Decoding parameters for a provider's calls (the simulated judge ignores them but they key its cache)."""
+        s = self.settings
+        return DecodingParams(
+            temperature=s.temperature if s.reasoning_effort is None else None,
+            max_output_tokens=s.max_output_tokens,
+            reasoning_effort=s.reasoning_effort,
+        )
+
+    async def aclose(self) -> None:
+        await self.runner.aclose()
+        await self.registry.aclose()
+        await self.cache.aclose()
