@@ -23,6 +23,23 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _openapi(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from app.openapi_export import DEFAULT_PATH, render, write
+
+    path = Path(args.out) if args.out else DEFAULT_PATH
+    if args.check:
+        current = path.read_text(encoding="utf-8") if path.exists() else ""
+        if current != render():
+            print(f"{path} is stale: run `pcfjudge openapi`", file=sys.stderr)
+            return 1
+        print(f"{path} is up to date")
+        return 0
+    print(f"wrote {write(path)}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="pcfjudge",
@@ -36,6 +53,10 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
     serve.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"])
     serve.set_defaults(func=_serve)
+    openapi = sub.add_parser("openapi", help="write the OpenAPI document to openapi/openapi.json")
+    openapi.add_argument("--out", help="where to write it (default: openapi/openapi.json in the repo)")
+    openapi.add_argument("--check", action="store_true", help="exit 1 if the file differs from the app's document")
+    openapi.set_defaults(func=_openapi)
     return parser
 
 

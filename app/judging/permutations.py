@@ -4,12 +4,14 @@ A schedule for ``n`` candidates is a list of permutations of ``range(n)``; ``per
 original candidate shown at displayed position ``p``.
 
 Construction (documented choice; the paper only says "predetermined permutations"):
-  * run 0 is the identity (canonical input order), so K=1 consensus equals the direct judge;
-  * runs are taken greedily: each next permutation is the one, among all n! (or a seeded sample of them
-    when n! is large), that most reduces the imbalance of the candidate-by-position visit counts, ties broken
-    by a seeded random order. Greedy extension gives the prefix property for free: the K=3 schedule is the
-    first 3 runs of the K=7 schedule;
-  * no permutation repeats, so K is capped at n!.
+  * runs come in blocks of n: block b is the n cyclic rotations of a base permutation
+    (``perm_j[p] = base[(p + j) % n]``), so within and at the end of every block each candidate has visited each
+    displayed position equally often, give or take one visit: balanced as evenly as any K allows;
+  * block 0's base is the identity, so run 0 is the canonical (input) order and K=1 consensus is the direct judge;
+  * later bases are drawn by a seeded RNG among the rotation classes not used yet (each class is identified by the
+    member that shows candidate 0 first), so no permutation repeats and K is capped at n!;
+  * the schedule is built once for (n, seed) and cut to K, which gives the prefix property: the K=3 schedule is
+    the first 3 runs of the K=7 schedule.
 """
 
 from __future__ import annotations
@@ -22,13 +24,11 @@ from functools import lru_cache
 
 Permutation = tuple[int, ...]
 
-# Above this many permutations the candidate pool is a seeded sample of distinct random permutations.
-_MAX_POOL = 720
 _MAX_K = 64
 
 
 def max_k(n: int) -> int:
-    """The largest K a schedule for n candidates can have (n!, capped at the service maximum)."""
+    """The largest K a schedule for n candidates can have (n!, capped at the service maximum of 64)."""
     return min(math.factorial(n), _MAX_K)
 
 
@@ -44,35 +44,22 @@ def schedule(n: int, k: int, seed: int = 0) -> list[Permutation]:
 @lru_cache(maxsize=256)
 def _full_schedule(n: int, seed: int) -> tuple[Permutation, ...]:
     rng = random.Random(f"pcfjudge-schedule:{n}:{seed}")
-    identity = tuple(range(n))
-    pool = _candidate_pool(n, rng)
-    rng.shuffle(pool)
-    counts = [[0] * n for _ in range(n)]  # counts[candidate][position]
-    chosen: list[Permutation] = []
-    used: set[Permutation] = set()
-    for step in range(max_k(n)):
-        best = identity if step == 0 else min((p for p in pool if p not in used), key=lambda p: _cost_after(counts, p))
-        chosen.append(best)
-        used.add(best)
-        for pos, cand in enumerate(best):
-            counts[cand][pos] += 1
-    return tuple(chosen)
-
-
-def _candidate_pool(n: int, rng: random.Random) -> list[Permutation]:
-    if math.factorial(n) <= _MAX_POOL:
-        return [tuple(p) for p in itertools.permutations(range(n))]
-    pool: set[Permutation] = set()
-    base = list(range(n))
-    while len(pool) < _MAX_POOL:
-        rng.shuffle(base)
-        pool.add(tuple(base))
-    return sorted(pool)
-
-
-def _cost_after(counts: list[list[int]], perm: Permutation) -> int:
-    """Sum of squared visit counts after adding ``perm``: minimal when visits are spread evenly."""
-    return sum(2 * counts[cand][pos] + 1 for pos, cand in enumerate(perm))
+    bases = [tuple(range(n))]
+    used = {bases[0]}
+    blocks = -(-max_k(n) // n)
+    if math.factorial(n - 1) <= 5040:  # few classes: shuffle them all
+        classes = [(0, *rest) for rest in itertools.permutations(range(1, n))]
+        rng.shuffle(classes)
+        bases += [c for c in classes if c not in used][: blocks - 1]
+    while len(bases) < blocks:  # many classes: draw until unused
+        rest = list(range(1, n))
+        rng.shuffle(rest)
+        base = (0, *rest)
+        if base not in used:
+            used.add(base)
+            bases.append(base)
+    out = [tuple(base[(p + j) % n] for p in range(n)) for base in bases for j in range(n)]
+    return tuple(out[: max_k(n)])
 
 
 def validate_explicit(perms: Sequence[Sequence[int]], n: int) -> list[Permutation]:
