@@ -9,7 +9,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI, Request, Response
 
 from app import __version__
-from app.api import errors, health, listwise
+from app.api import errors, health, listwise, pairwise
 from app.services import Services
 from app.settings import Settings
 
@@ -34,6 +34,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     errors.install(app)
     app.include_router(listwise.router)
+    app.include_router(pairwise.router)
     app.include_router(health.router)
 
     @app.middleware("http")

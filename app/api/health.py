@@ -8,6 +8,7 @@ from fastapi import APIRouter
 
 from app import __version__
 from app.api.deps import ServicesDep
+from app.judging.pairwise_prompts import KEYED_VERSION, PAIRWISE_VERSION
 from app.judging.prompts import LISTWISE_VERSION
 
 router = APIRouter()
@@ -27,6 +28,6 @@ async def readyz(services: ServicesDep) -> dict[str, Any]:
         "version": __version__,
         "default_model": services.settings.resolved_default_model(),
         "backends": services.registry.describe(),
-        "prompt_versions": [LISTWISE_VERSION],
+        "prompt_versions": [LISTWISE_VERSION, PAIRWISE_VERSION, KEYED_VERSION],
         "cache": {"layer": "memory", "status": "ok", "entries": len(services.cache)},
     }
