@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import re
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -163,6 +166,7 @@ async def test_readyz_lists_the_pairwise_prompt_versions(client: httpx.AsyncClie
     assert {"pairwise-v1", "keyed-v1"} <= set(versions)
 
 
+README = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
 VALID = {"question": QUESTION, "response_a": GOOD, "response_b": BAD}
 
 
@@ -227,3 +231,17 @@ async def test_backend_failure_is_a_5xx_json(make_client: ClientFactory) -> None
     assert resp.status_code == 502, resp.text
     body = resp.json()
     assert body["error"] == "backend_error" and "both order passes" in body["detail"]
+
+
+async def test_readme_pairwise_example_matches(client: httpx.AsyncClient) -> None:
+    """The README's pairwise curl example returns what it shows (request_id and latencies aside)."""
+    section = README.split("### Pairwise: APOCJudge", 1)[1]
+    payload = json.loads(re.search(r"-d '(\{.*?\})'\n", section).group(1))  # type: ignore[union-attr]
+    shown = json.loads(re.search(r"```json\n(.*?)\n```", section, re.S).group(1))  # type: ignore[union-attr]
+    got = (await client.post("/judge/pairwise", json=payload)).json()
+    for body in (shown, got):
+        body.pop("request_id")
+        for run in body["runs"]:
+            run.pop("latency_ms")
+    assert got == shown
+    explain(got)
