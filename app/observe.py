@@ -16,6 +16,14 @@ class Observer(Protocol):
 
     def single_flight_wait(self) -> None: ...
 
+    def cache_lookup(self, layer: str, result: str, n: int) -> None:
+        """``n`` key lookups in ``layer`` ("memory" | "redis") ended as ``result`` ("hit" | "miss" | "error")."""
+        ...
+
+    def cache_breaker(self, state: str) -> None:
+        """The Redis circuit breaker moved to ``state`` ("closed" | "open" | "half_open")."""
+        ...
+
 
 class _Noop:
     def backend_call(self, model: ResolvedModel, outcome: str, seconds: float, usage: Usage | None) -> None:
@@ -25,6 +33,12 @@ class _Noop:
         return None
 
     def single_flight_wait(self) -> None:
+        return None
+
+    def cache_lookup(self, layer: str, result: str, n: int) -> None:
+        return None
+
+    def cache_breaker(self, state: str) -> None:
         return None
 
 

@@ -7,7 +7,8 @@ from dataclasses import dataclass
 
 from app.backends.base import DecodingParams
 from app.backends.registry import Registry
-from app.cache.memory import MemoryCache
+from app.cache.base import Cache
+from app.cache.build import build_cache
 from app.judging.runner import Runner
 from app.settings import Settings
 
@@ -16,12 +17,12 @@ from app.settings import Settings
 class Services:
     settings: Settings
     registry: Registry
-    cache: MemoryCache
+    cache: Cache
     runner: Runner
 
     @classmethod
     def build(cls, settings: Settings) -> Services:
-        cache = MemoryCache(settings.cache_max_entries, settings.cache_ttl_s)
+        cache = build_cache(settings)  # in-process LRU; memory in front of Redis with PCFJ_REDIS_URL
         registry = Registry(settings)
         runner = Runner(
             cache,

@@ -43,7 +43,22 @@ class Settings(BaseSettings):
     # Cache
     cache_max_entries: int = Field(100_000, ge=1)
     cache_ttl_s: float = Field(7 * 86400, gt=0)
-    redis_url: str | None = None
+    redis_url: str | None = Field(
+        default=None,
+        description="Shared cache: redis://, rediss://, unix://, redis+cluster://h1:p1,h2:p2 or "
+        "redis+sentinel://s1:26379,s2:26379/service; unset: the in-process cache only.",
+    )
+    redis_timeout_s: float = Field(0.25, gt=0, description="Redis socket read timeout; a slower Redis counts as down.")
+    redis_connect_timeout_s: float = Field(0.25, gt=0, description="Redis socket connect timeout.")
+    redis_breaker_failures: int = Field(3, ge=1, description="Consecutive Redis failures that open the breaker.")
+    redis_breaker_cooldown_s: float = Field(5.0, gt=0, description="Open breaker: skip Redis this long, then probe.")
+    redis_lock_ttl_s: float = Field(
+        10.0, gt=0, description="Cross-replica single-flight lock lifetime; renewed while its holder's call runs."
+    )
+    cache_front_ttl_s: float = Field(
+        300.0, gt=0, description="With Redis: lifetime of entries in the in-process layer in front of it."
+    )
+
 
     # Simulated judge
     sim_seed: int = 0

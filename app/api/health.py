@@ -29,5 +29,5 @@ async def readyz(services: ServicesDep) -> dict[str, Any]:
         "default_model": services.settings.resolved_default_model(),
         "backends": services.registry.describe(),
         "prompt_versions": [LISTWISE_VERSION, PAIRWISE_VERSION, KEYED_VERSION],
-        "cache": {"layer": "memory", "status": "ok", "entries": len(services.cache)},
+        "cache": await services.cache.status(),
     }

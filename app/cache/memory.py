@@ -7,7 +7,10 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any
 
-CacheValue = dict[str, Any]
+from app.cache.base import CacheValue, LayerStats
+from app.observe import NOOP, Observer
+
+__all__ = ["CacheValue", "MemoryCache"]
 
 
 class MemoryCache:
@@ -20,11 +23,14 @@ class MemoryCache:
         max_entries: int = 100_000,
         ttl_seconds: float = 7 * 86400,
         clock: Callable[[], float] = time.monotonic,
+        observer: Observer = NOOP,
     ) -> None:
         self.max_entries = max_entries
         self.ttl = ttl_seconds
         self._clock = clock
         self._data: OrderedDict[str, tuple[float, CacheValue]] = OrderedDict()
+        self.observer = observer
+        self.stats = LayerStats()
 
     def __len__(self) -> int:
         return len(self._data)
@@ -41,6 +47,8 @@ class MemoryCache:
                 continue
             self._data.move_to_end(key)
             out.append(hit[1])
+        hits = sum(v is not None for v in out)
+        self.stats.record(self.observer, self.layer, hits=hits, misses=len(out) - hits)
         return out
 
     async def set(self, key: str, value: CacheValue) -> None:
@@ -52,6 +60,9 @@ class MemoryCache:
     async def delete(self, keys: Sequence[str]) -> None:
         for key in keys:
             self._data.pop(key, None)
+
+    async def status(self) -> dict[str, Any]:
+        return {"layer": self.layer, "status": "ok", "entries": len(self._data)}
 
     async def aclose(self) -> None:
         self._data.clear()

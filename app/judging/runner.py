@@ -20,6 +20,7 @@ from typing import Any, Literal, Protocol
 
 from app.backends.base import BackendError, BackendTimeout, JudgeCall, Refused, Truncated
 from app.backends.registry import ResolvedModel
+from app.cache.flight import SharedFlight
 from app.cache.memory import CacheValue
 from app.judging.parse import OutputError
 from app.judging.types import Usage
@@ -111,7 +112,7 @@ class Runner:
         if cache_mode != "bypass" and (task := self._inflight.get(spec.key)) is not None:
             self.observer.single_flight_wait()
             return task
-        task = asyncio.create_task(self._call(spec, model, deadline, cache_mode))
+        task = asyncio.create_task(self._call_once(spec, model, deadline, cache_mode))
         if cache_mode != "bypass":
             self._inflight[spec.key] = task
             task.add_done_callback(partial(self._forget, spec.key))
@@ -119,6 +120,21 @@ class Runner:
 
     def _forget(self, key: str, _task: asyncio.Task[CallOutcome]) -> None:
         self._inflight.pop(key, None)
+
+    async def _call_once(
+        self, spec: CallSpec, model: ResolvedModel, deadline: float, cache_mode: CacheMode
+    ) -> CallOutcome:
+        """Across replicas (shared cache only): one holder of the key's lock calls; the others take its answer."""
+        if cache_mode == "bypass" or not isinstance(self.cache, SharedFlight):
+            return await self._call(spec, model, deadline, cache_mode)
+        started = time.perf_counter()
+        claim = await self.cache.claim(spec.key, deadline, fresh=cache_mode == "refresh")
+        if claim.value is not None:
+            return CallOutcome(answer=claim.value["answer"], cached=True, latency_ms=_ms(started))
+        try:
+            return await self._call(spec, model, deadline, cache_mode)
+        finally:
+            await claim.release()
 
     async def _call(self, spec: CallSpec, model: ResolvedModel, deadline: float, cache_mode: CacheMode) -> CallOutcome:
         loop = asyncio.get_running_loop()

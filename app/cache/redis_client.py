@@ -1,0 +1,83 @@
+"""Build a ``redis.asyncio`` client from ``PCFJ_REDIS_URL``: single node, Cluster or Sentinel, never retrying.
+
+    redis://[user:pass@]host:6379/0            one server (``rediss://`` for TLS, ``unix:///path.sock`` too)
+    redis+cluster://[user:pass@]h1:7000,h2:7001    Redis Cluster, any reachable nodes as seeds (``rediss+cluster``)
+    redis+sentinel://[user:pass@]s1:26379,s2:26379/mymaster[/db]    the master of a Sentinel-managed service
+                                               (``rediss+sentinel``; ``?sentinel_password=`` if Sentinel has its own)
+
+Query parameters of redis-py's ``from_url`` (``ssl_cert_reqs``, ``ssl_ca_certs``, ``client_name`` …) pass through.
+Every client gets short socket timeouts and *no* client retries: the cache's circuit breaker decides when to try
+again, so a dead Redis never holds a request in a retry loop.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
+
+from redis.asyncio import Redis, RedisCluster, Sentinel
+from redis.asyncio.cluster import ClusterNode
+from redis.asyncio.connection import SSLConnection, parse_url
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
+
+RedisClient = Redis | RedisCluster
+SCHEMES = ("redis", "rediss", "unix", "redis+cluster", "rediss+cluster", "redis+sentinel", "rediss+sentinel")
+
+
+def no_retry() -> Retry:
+    return Retry(NoBackoff(), 0)
+
+
+def connect(url: str, *, timeout_s: float, connect_timeout_s: float) -> RedisClient:
+    """A client for ``url`` (see the module docstring); raises ``ValueError`` naming the fix for a bad URL."""
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    if scheme not in SCHEMES:
+        raise ValueError(f"PCFJ_REDIS_URL scheme {scheme!r} is not supported; use one of: {', '.join(SCHEMES)}")
+    timeouts: dict[str, Any] = {
+        "socket_timeout": timeout_s,
+        "socket_connect_timeout": connect_timeout_s,
+        "retry": no_retry(),
+    }
+    if scheme in ("redis", "rediss", "unix"):
+        return Redis.from_url(url, **timeouts)
+    base, _, topology = scheme.partition("+")
+    userinfo, at, hostlist = parts.netloc.rpartition("@")
+    hosts = _hosts(hostlist, 26379 if topology == "sentinel" else 6379)
+    query = parse_qs(parts.query)
+    sentinel_password = query.pop("sentinel_password", [None])[0]
+    # Let redis-py read credentials, TLS and query options from the URL rewritten to its plain form.
+    plain = urlunsplit((base, userinfo + at + hostlist.split(",")[0], "", urlencode(query, doseq=True), ""))
+    options: dict[str, Any] = dict(parse_url(plain))
+    options.pop("host", None), options.pop("port", None)
+    ssl = options.pop("connection_class", None) is SSLConnection
+    if topology == "cluster":
+        if parts.path.strip("/"):
+            raise ValueError("PCFJ_REDIS_URL: Redis Cluster has no databases; drop the path from the URL")
+        nodes = [ClusterNode(host, port) for host, port in hosts]
+        return RedisCluster(startup_nodes=nodes, ssl=ssl, **options, **timeouts)
+    service, _, db = parts.path.strip("/").partition("/")
+    if not service:
+        raise ValueError("PCFJ_REDIS_URL: name the Sentinel service, e.g. redis+sentinel://host:26379/mymaster")
+    if db:
+        options["db"] = int(db)
+    sentinel_kwargs: dict[str, Any] = dict(timeouts)
+    if sentinel_password:
+        sentinel_kwargs["password"] = sentinel_password
+    sentinel = Sentinel(hosts, sentinel_kwargs=sentinel_kwargs, ssl=ssl, **options, **timeouts)  # type: ignore[no-untyped-call]
+    client: Redis = sentinel.master_for(service)
+    return client
+
+
+def _hosts(netloc: str, default_port: int) -> list[tuple[str, int]]:
+    out = []
+    for part in netloc.split(","):
+        host, sep, port = part.rpartition(":") if not part.endswith("]") else (part, "", "")
+        if not sep:
+            host, port = part, str(default_port)
+        host = host.strip("[]")
+        if not host or not port.isdigit():
+            raise ValueError(f"PCFJ_REDIS_URL: cannot read host:port from {part!r}")
+        out.append((host, int(port)))
+    return out
