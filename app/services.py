@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from app.backends.base import DecodingParams
+from app.backends.params import decoding_params
 from app.backends.registry import Registry
 from app.cache.base import Cache
 from app.cache.build import build_cache
@@ -34,12 +35,7 @@ class Services:
 
     def decoding_params(self, provider: str) -> DecodingParams:
         """Decoding parameters for a provider's calls (the simulated judge ignores them but they key its cache)."""
-        s = self.settings
-        return DecodingParams(
-            temperature=s.temperature if s.reasoning_effort is None else None,
-            max_output_tokens=s.max_output_tokens,
-            reasoning_effort=s.reasoning_effort,
-        )
+        return decoding_params(self.settings, provider)
 
     async def aclose(self) -> None:
         await self.runner.aclose()

@@ -28,6 +28,7 @@ async def readyz(services: ServicesDep) -> dict[str, Any]:
         "version": __version__,
         "default_model": services.settings.resolved_default_model(),
         "backends": services.registry.describe(),
+        "endpoints": services.registry.endpoints(),
         "prompt_versions": [LISTWISE_VERSION, PAIRWISE_VERSION, KEYED_VERSION],
         "cache": await services.cache.status(),
     }

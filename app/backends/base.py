@@ -65,10 +65,11 @@ class BackendError(Exception):
     kind = "provider_error"
     status = 502
 
-    def __init__(self, detail: str, *, retry_after: float | None = None) -> None:
+    def __init__(self, detail: str, *, retry_after: float | None = None, retryable: bool = True) -> None:
         super().__init__(detail)
         self.detail = detail
         self.retry_after = retry_after
+        self.retryable = retryable  # False: retrying cannot help (a 4xx such as a bad key or unknown model)
 
 
 class RateLimited(BackendError):

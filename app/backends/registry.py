@@ -6,6 +6,7 @@ import asyncio
 from dataclasses import dataclass
 
 from app.backends.base import Backend
+from app.backends.factory import build_backends
 from app.backends.sim import SimBackend, SimParams
 from app.settings import Settings
 
@@ -34,7 +35,7 @@ class Registry:
 
     def __init__(self, settings: Settings, backends: dict[str, Backend] | None = None) -> None:
         self.settings = settings
-        self.backends: dict[str, Backend] = dict(backends or {})
+        self.backends: dict[str, Backend] = dict(build_backends(settings) if backends is None else backends)
         self.backends.setdefault("sim", SimBackend(sim_params(settings)))
         self._limits = {name: asyncio.Semaphore(settings.backend_concurrency) for name in self.backends}
 
@@ -55,6 +56,11 @@ class Registry:
 
     def describe(self) -> list[str]:
         return sorted(self.backends)
+
+    def endpoints(self) -> dict[str, str]:
+        """Base URL per real-provider backend (credentials stripped; keys are never shown)."""
+        urls = {name: getattr(backend, "base_url", None) for name, backend in self.backends.items()}
+        return {name: url for name, url in sorted(urls.items()) if isinstance(url, str)}
 
     async def aclose(self) -> None:
         for backend in self.backends.values():

@@ -178,7 +178,7 @@ class Runner:
                 output_retried = True
                 self.observer.retry(model, kind)
                 continue
-            if isinstance(exc, Refused) or attempt >= self.max_retries:
+            if isinstance(exc, Refused) or not exc.retryable or attempt >= self.max_retries:
                 return _failure(exc, started, usage)
             attempt += 1
             delay = self._backoff(attempt, exc.retry_after)
