@@ -81,6 +81,9 @@ def build_parser() -> argparse.ArgumentParser:
     fake.add_argument("--slow-seconds", type=float, default=30.0, help="delay of the 'slow' fault (default 30)")
     fake.add_argument("--log-level", default="warning", choices=["critical", "error", "warning", "info", "debug"])
     fake.set_defaults(func=_fake_provider)
+    from app.eval.cli import add_eval_commands  # argparse only; each eval command imports its work lazily
+
+    add_eval_commands(sub)
     return parser
 
 
