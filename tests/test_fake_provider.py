@@ -93,6 +93,11 @@ def test_control_api_refuses_unknown_faults(fake: FakeProvider) -> None:
     assert "faults" in response.json()["detail"]
 
 
+def test_calls_refuses_a_bad_last(fake: FakeProvider) -> None:
+    response = fake.control.get("/_control/calls", params={"last": "many"})
+    assert response.status_code == 422 and "last" in response.json()["detail"]
+
+
 def test_openai_wire_errors(fake: FakeProvider) -> None:
     missing = fake.control.post("/v1/chat/completions", json=_openai_body("x"))
     assert missing.status_code == 401

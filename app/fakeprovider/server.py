@@ -154,7 +154,10 @@ async def _reset(request: Request) -> Response:
 
 async def _calls(request: Request) -> Response:
     state: FakeState = request.app.state.fake
-    last = int(request.query_params.get("last", "20") or 20)
+    try:
+        last = int(request.query_params.get("last", "20"))
+    except ValueError:
+        return JSONResponse({"error": "validation_error", "detail": "last: must be an integer"}, 422)
     served = list(state.served)[-last:] if last > 0 else []
     return JSONResponse(
         {
