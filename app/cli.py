@@ -3,13 +3,26 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import tempfile
 from collections.abc import Callable, Sequence
 
 Command = Callable[[argparse.Namespace], int]
 
 
 def _serve(args: argparse.Namespace) -> int:
+    if args.workers > 1 or os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        # Metrics from every worker: prometheus_client's multiprocess mode needs its directory set (and emptied)
+        # before any worker imports it. Workers inherit the variable.
+        from pathlib import Path
+
+        directory = Path(os.environ.get("PROMETHEUS_MULTIPROC_DIR") or tempfile.mkdtemp(prefix="pcfjudge-metrics-"))
+        directory.mkdir(parents=True, exist_ok=True)
+        for stale in directory.glob("*.db"):  # no series survive a restart
+            stale.unlink()
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(directory)
+
     import uvicorn
 
     uvicorn.run(

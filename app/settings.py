@@ -59,6 +59,11 @@ class Settings(BaseSettings):
         300.0, gt=0, description="With Redis: lifetime of entries in the in-process layer in front of it."
     )
 
+    # Metrics
+    metrics_models: list[str] = Field(
+        default_factory=list,
+        description="Extra model strings labelled by name in metrics (others are 'other'; labels stay bounded).",
+    )
 
     # Simulated judge
     sim_seed: int = 0

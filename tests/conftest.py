@@ -14,6 +14,8 @@ from app.settings import Settings
 
 ClientFactory = Callable[..., AbstractAsyncContextManager[httpx.AsyncClient]]
 
+pytest_plugins = ["tests.redis_server"]  # the ``redis_server`` fixture: a private redis-server per test
+
 
 @asynccontextmanager
 async def app_client(settings: Settings | None = None) -> AsyncIterator[httpx.AsyncClient]:
@@ -23,6 +25,16 @@ async def app_client(settings: Settings | None = None) -> AsyncIterator[httpx.As
         transport = httpx.ASGITransport(app=manager.app)
         async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
             yield client
+
+
+@pytest.fixture(autouse=True)
+def _no_real_provider_keys(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tests never reach a real provider: drop any provider keys/URLs or PCFJ_ settings from the environment."""
+    import os
+
+    for name in list(os.environ):
+        if name.startswith(("OPENAI_", "ANTHROPIC_", "PCFJ_")):
+            monkeypatch.delenv(name, raising=False)
 
 
 @pytest.fixture

@@ -8,8 +8,10 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI, Request, Response
 
-from app import __version__
-from app.api import errors, health, listwise, pairwise
+from app import __version__, metrics
+from app.api import errors, health, listwise, observability, pairwise
+from app.judging.pairwise_prompts import KEYED_VERSION, PAIRWISE_VERSION
+from app.judging.prompts import LISTWISE_VERSION
 from app.services import Services
 from app.settings import Settings
 
@@ -19,6 +21,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        metrics.clean_dead_workers()
+        metrics.build_info(LISTWISE_VERSION, PAIRWISE_VERSION, KEYED_VERSION)
         services = Services.build(settings)
         app.state.services = services
         try:
@@ -36,6 +40,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(listwise.router)
     app.include_router(pairwise.router)
     app.include_router(health.router)
+    app.include_router(observability.router)
+    app.middleware("http")(observability.metrics_middleware)
 
     @app.middleware("http")
     async def request_id(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:

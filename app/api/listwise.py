@@ -6,6 +6,7 @@ from fastapi import APIRouter, Request
 
 from app.api.deps import ServicesDep
 from app.api.errors import ApiError
+from app.api.observability import record_failure, record_listwise
 from app.api.schemas import (
     CandidateOut,
     Diagnostics,
@@ -52,11 +53,15 @@ async def judge_listwise_route(body: ListwiseRequest, request: Request, services
             quorum=services.settings.quorum,
         )
     except JudgingFailed as exc:
+        record_failure("/judge/listwise", exc.kind)
         headers = {"Retry-After": str(max(1, round(exc.retry_after)))} if exc.retry_after is not None else None
         if exc.status == 503 and headers is None:
             headers = {"Retry-After": "5"}
         raise ApiError(exc.status, exc.kind, exc.detail, headers=headers) from None
-    return to_response(result, request.state.request_id, body.include_runs, services)
+    record_listwise(result)
+    response = to_response(result, request.state.request_id, body.include_runs, services)
+    services.metrics.cost(model.provider, model.string, response.usage.cost_usd)
+    return response
 
 
 def _client_error(field: str, detail: str) -> ApiError:

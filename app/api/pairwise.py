@@ -7,6 +7,7 @@ from fastapi import APIRouter, Request
 from app.api.deps import ServicesDep
 from app.api.errors import ApiError
 from app.api.listwise import ERROR_RESPONSES, cost_usd
+from app.api.observability import record_failure, record_pairwise
 from app.api.pairwise_schemas import EstimationOut, KeyedOut, PairwiseRequest, PairwiseResponse, PassOut
 from app.api.schemas import UsageOut
 from app.backends.registry import ModelError, ResolvedModel
@@ -34,11 +35,15 @@ async def judge_pairwise_route(body: PairwiseRequest, request: Request, services
             timeout_s=services.settings.request_timeout_s,
         )
     except JudgingFailed as exc:
+        record_failure("/judge/pairwise", exc.kind)
         headers = {"Retry-After": str(max(1, round(exc.retry_after)))} if exc.retry_after is not None else None
         if exc.status == 503 and headers is None:
             headers = {"Retry-After": "5"}
         raise ApiError(exc.status, exc.kind, exc.detail, headers=headers) from None
-    return to_response(result, request.state.request_id, body.include_runs, services)
+    record_pairwise(result)
+    response = to_response(result, request.state.request_id, body.include_runs, services)
+    services.metrics.cost(model.provider, model.string, response.usage.cost_usd)
+    return response
 
 
 def _client_error(field: str, detail: str) -> ApiError:
