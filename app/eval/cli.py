@@ -51,7 +51,12 @@ def add_eval_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
     rb2 = commands.add_parser(
         "rewardbench2", help="PCFJudge vs direct on RewardBench 2 Factuality (paper Tables 1-3, Figure 1)"
     )
-    rb2.add_argument("--data", required=True, help="RewardBench 2 JSONL/Parquet file, or 'hub' (needs [hub] extra)")
+    rb2.add_argument(
+        "--data",
+        required=True,
+        help="RewardBench 2 JSONL/Parquet file, 'hub' (allenai/reward-bench-2; needs the [hub] extra) or "
+        "'synthetic:N' (N generated items, for the simulated oracle judge)",
+    )
     _common(rb2, "sim:oracle")
     rb2.add_argument("--k", default="3,5,7", help="comma-separated K values (default 3,5,7); the largest is run")
     rb2.add_argument("--executions", type=int, default=3, help="PCFJudge executions aggregated (default 3)")

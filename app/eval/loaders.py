@@ -142,6 +142,17 @@ def _to_items(
     return items
 
 
+def rewardbench2_items(
+    rows: Iterable[tuple[str, Mapping[str, Any]]],
+    *,
+    seed: int = 0,
+    limit: int | None = None,
+    subset: str = "Factuality",
+) -> list[FactualityItem]:
+    """Like load_rewardbench2, from (where, record) pairs already in memory (e.g. synthetic records)."""
+    return _to_items(rows, seed=seed, limit=limit, subset=subset)
+
+
 def _parquet_rows(path: Path) -> Iterator[tuple[str, Mapping[str, Any]]]:
     try:
         import pyarrow.parquet as pq

@@ -11,6 +11,7 @@ from app.eval.loaders import FactualityItem, load_rewardbench2, load_rewardbench
 from app.eval.progress import missing_eval_extra
 from app.eval.rb2_report import Rb2Meta, build_summary, render_markdown, write_report
 from app.eval.runlog import LOG_NAME, RunLog
+from app.eval.synthetic import PREFIX, load_synthetic
 from app.settings import Settings
 
 OPTIONS = ("data", "model", "k", "executions", "limit", "seed", "schedule-seed", "out", "server", "concurrency")
@@ -19,6 +20,8 @@ OPTIONS = ("data", "model", "k", "executions", "limit", "seed", "schedule-seed",
 def _load(args: argparse.Namespace) -> list[FactualityItem]:
     if args.data == "hub":
         return load_rewardbench2_hub(seed=args.seed, limit=args.limit)
+    if args.data.startswith(PREFIX):
+        return load_synthetic(args.data, seed=args.seed, limit=args.limit)
     return load_rewardbench2(Path(args.data), seed=args.seed, limit=args.limit)
 
 
