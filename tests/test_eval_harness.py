@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -206,3 +207,43 @@ def _displayed_index(data: Path) -> dict[tuple[str, ...], tuple[str, tuple[str, 
         for perm in schedule(4, 24):
             index[tuple(item.candidates[i] for i in perm)] = (item.item_id, tuple(str(i) for i in perm))
     return index
+
+
+def test_failed_runs_are_logged_and_only_they_are_retried_on_rerun(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = write_rewardbench2(tmp_path / "rb2.jsonl", 10, seed=5)
+    out = tmp_path / "out"
+    monkeypatch.setenv("PCFJ_SIM_FAIL_RATE", "0.3")
+    monkeypatch.setenv("PCFJ_MAX_RETRIES", "0")
+    run_rb2(data, out, "--k", "3", "--executions", "2")  # may end in a report or "incomplete"; either way logged
+    first = log_lines(out)
+    failed = {(x["item"], x["protocol"], x["execution"], x["index"]) for x in first if x["error"] is not None}
+    assert failed and all(x["error"].startswith("provider_error") for x in first if x["error"])
+
+    monkeypatch.setenv("PCFJ_SIM_FAIL_RATE", "0")
+    calls: list[int] = []
+    original = SimBackend.complete
+
+    async def counting(self: SimBackend, call: JudgeCall) -> Completion:
+        calls.append(call.sample)
+        return await original(self, call)
+
+    monkeypatch.setattr(SimBackend, "complete", counting)
+    assert run_rb2(data, out, "--k", "3", "--executions", "2") == 0
+    lines = log_lines(out)
+    ok = {(x["item"], x["protocol"], x["execution"], x["index"]) for x in lines if x["error"] is None}
+    assert len(ok) == 10 * (2 * 3 + 3) and failed <= ok  # every failed run now has a successful line
+    assert len(lines) == len(first) + len(failed)  # one new line per failed run, nothing else re-logged
+    assert len(calls) <= len(failed)  # a failed repeated run 0 can be served by the logged direct call
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["n"] == 10 and summary["failed_runs"] == 0
+
+
+def test_missing_eval_extra_tells_how_to_install_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setitem(sys.modules, "tqdm", None)  # import tqdm now raises ImportError
+    assert run_rb2(SAMPLE, tmp_path / "out") == 2
+    assert "pip install 'pcfjudge[eval]'" in capsys.readouterr().err
+    assert not (tmp_path / "out" / "runs.jsonl").exists()
