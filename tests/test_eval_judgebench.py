@@ -70,7 +70,7 @@ def test_judgebench_end_to_end_matches_a_recomputation_from_the_log(tmp_path: Pa
 
 def test_judgebench_without_an_oracle_says_accuracy_is_chance(tmp_path: Path) -> None:
     out = tmp_path / "jb"
-    assert run_jb(out, "--limit", "12") == 0  # default model sim:default
+    assert run_jb(out, "--limit", "12", "--model", "sim:default") == 0
     report = (out / "report.md").read_text()
     assert "`sim:default`" in report and "chance" in report
 

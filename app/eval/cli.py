@@ -66,7 +66,7 @@ def add_eval_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
 
     jb = commands.add_parser("judgebench", help="APOCJudge vs direct on JudgeBench (paper Table 4)")
     jb.add_argument("--data", required=True, help="a JudgeBench JSONL split")
-    _common(jb, "sim:default")
+    _common(jb, "sim:oracle")
     jb.set_defaults(func=_judgebench)
 
     score = commands.add_parser("score", help="score a JudgeBench-format judgments file (JudgeBench's metric)")
