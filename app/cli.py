@@ -97,6 +97,9 @@ def build_parser() -> argparse.ArgumentParser:
     from app.eval.cli import add_eval_commands  # argparse only; each eval command imports its work lazily
 
     add_eval_commands(sub)
+    from app.bench.cli import add_bench_commands
+
+    add_bench_commands(sub)
     return parser
 
 

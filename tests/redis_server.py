@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import random
 import shutil
 import signal
 import socket
@@ -29,15 +30,33 @@ def free_port() -> int:
         return port
 
 
+def free_cluster_port() -> int:
+    """A free port whose cluster bus port (port + 10000) is free as well (and below 65536)."""
+    rng = random.Random()
+    for _ in range(200):
+        port = rng.randrange(20000, 55000)
+        with socket.socket() as a, socket.socket() as b:
+            try:
+                a.bind(("127.0.0.1", port))
+                b.bind(("127.0.0.1", port + 10000))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError("no free port pair for a cluster node")
+
+
 class RedisServer:
     """One ``redis-server`` process on ``port``; ``kill()`` (SIGKILL) and ``start()`` again on the same port."""
 
-    def __init__(self, directory: Path, port: int | None = None, extra: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self, directory: Path, port: int | None = None, extra: tuple[str, ...] = (), config: str | None = None
+    ) -> None:
         if BINARY is None:
             raise RuntimeError("redis-server not installed")
         self.directory = directory
         self.port = port or free_port()
-        self.extra = extra
+        self.extra = extra  # more command-line options, e.g. ("--cluster-enabled", "yes") or ("--sentinel",)
+        self.config = config  # config file text (Sentinel needs one it can rewrite)
         self.proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -51,7 +70,12 @@ class RedisServer:
     def start(self, timeout_s: float = 10.0) -> None:
         assert BINARY is not None
         self.directory.mkdir(parents=True, exist_ok=True)
-        args = [BINARY, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+        args = [BINARY]
+        if self.config is not None:
+            conf = self.directory / "redis.conf"
+            conf.write_text(self.config)
+            args.append(str(conf))
+        args += ["--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
         args += ["--dir", str(self.directory), "--logfile", str(self.directory / "redis.log"), *self.extra]
         self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         give_up = time.monotonic() + timeout_s

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pytest
 
@@ -19,11 +19,7 @@ from app.judging.listwise import JudgingFailed, ListwiseResult, ListwiseTask, ju
 from app.judging.runner import CacheMode, Runner
 from app.services import Services
 from app.settings import Settings
-
-if TYPE_CHECKING:
-    from tests.redis_server import RedisServer
-
-pytest_plugins = ["tests.redis_server"]
+from tests.redis_server import RedisServer
 
 PARAMS = DecodingParams()
 

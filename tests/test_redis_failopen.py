@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import httpx
 from asgi_lifespan import LifespanManager
@@ -16,11 +16,7 @@ from app.cache.redis_cache import RedisCache
 from app.cache.redis_client import connect
 from app.services import Services
 from app.settings import Settings
-
-if TYPE_CHECKING:
-    from tests.redis_server import RedisServer
-
-pytest_plugins = ["tests.redis_server"]
+from tests.redis_server import RedisServer
 
 
 class FakeClock:

@@ -4,17 +4,12 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING
 
 import pytest
 
 from app.cache.redis_cache import RedisCache
 from app.cache.redis_client import connect
-
-if TYPE_CHECKING:
-    from tests.redis_server import RedisServer
-
-pytest_plugins = ["tests.redis_server"]
+from tests.redis_server import RedisServer
 
 KEY = "pcfj:{item}:listwise:0-1:sim:default:0:listwise-v1:abc"
 ANSWER = {"answer": {"candidates": []}, "usage": {}, "prompt_version": "listwise-v1", "model": "sim:default"}
@@ -76,7 +71,9 @@ async def test_crashed_holders_lock_expires_and_a_waiter_takes_over(
         assert client.get(f"{KEY}:lock") is None
 
 
-async def test_wait_ends_at_the_request_deadline(redis_server: RedisServer, pair: tuple[RedisCache, RedisCache]) -> None:
+async def test_wait_ends_at_the_request_deadline(
+    redis_server: RedisServer, pair: tuple[RedisCache, RedisCache]
+) -> None:
     _, other = pair
     with redis_server.client() as client:
         client.set(f"{KEY}:lock", "busy-holder", px=60_000)

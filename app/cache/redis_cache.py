@@ -30,7 +30,7 @@ from redis.exceptions import RedisError
 from app.cache.base import CacheValue, LayerStats
 from app.cache.breaker import BreakerState, CircuitBreaker
 from app.cache.flight import Claim
-from app.cache.redis_client import RedisClient
+from app.cache.redis_client import RedisClient, close
 from app.observe import NOOP, Observer
 
 log = logging.getLogger(__name__)
@@ -105,11 +105,12 @@ class RedisCache:
         try:
             async with asyncio.timeout(self.op_timeout_s):
                 result = await op(self.client)
-        except (RedisError, OSError, TimeoutError) as exc:
+        except Exception as exc:  # a cache never fails a request: anything Redis or the client raises fails open
             self.failures += 1
             self.last_error = f"{type(exc).__name__}: {exc}"
             self.breaker.failure()
-            log.debug("redis operation failed: %s", self.last_error)
+            expected = isinstance(exc, RedisError | OSError | TimeoutError)
+            log.log(logging.DEBUG if expected else logging.WARNING, "redis operation failed: %s", self.last_error)
             raise RedisUnavailable(self.last_error) from exc
         except BaseException:
             if probe:
@@ -187,7 +188,7 @@ class RedisCache:
         return {"layer": self.layer, "status": status, "breaker": self.breaker.state}
 
     async def aclose(self) -> None:
-        await self.client.aclose()
+        await close(self.client)
 
 
 class _Lease:

@@ -70,6 +70,14 @@ def connect(url: str, *, timeout_s: float, connect_timeout_s: float) -> RedisCli
     return client
 
 
+async def close(client: RedisClient) -> None:
+    """Close the client's pool and, behind a Sentinel URL, the connections to the sentinels as well."""
+    await client.aclose()
+    manager = getattr(getattr(client, "connection_pool", None), "sentinel_manager", None)
+    for sentinel in getattr(manager, "sentinels", ()):
+        await sentinel.aclose()
+
+
 def _hosts(netloc: str, default_port: int) -> list[tuple[str, int]]:
     out = []
     for part in netloc.split(","):

@@ -1,0 +1,1 @@
+"""Benchmarks run through the service code (``pcfjudge bench …``); they print measured figures, never assert them."""
