@@ -241,3 +241,24 @@ async def test_model_string_in_key_separates_models(redis_server: RedisServer) -
         assert (result.backend_calls, backend.calls) == (1, 2)
     finally:
         await services.aclose()
+
+
+async def test_waiting_on_another_replicas_lock_ends_at_the_deadline_without_a_call(redis_server: RedisServer) -> None:
+    backend = Counting()
+    services = services_for(redis_server, backend)
+    task = make_task(k=1, mode="direct")
+    key = lw.cache_key(
+        lw.item_hash(task.question, task.texts), "listwise", (0, 1, 2, 3), "sim:default", 0, "listwise-v1", PARAMS
+    )
+    with redis_server.client() as client:
+        client.set(f"{key}:lock", "another-replica", px=60_000)  # its call is still running
+    try:
+        model = services.registry.resolve("sim:default")
+        with pytest.raises(JudgingFailed) as failed:
+            await judge_listwise(task, model, services.runner, PARAMS, timeout_s=0.3)
+        assert failed.value.status == 504
+        for pending in list(services.runner._inflight.values()):
+            await pending  # the waiter gives up at the deadline …
+        assert backend.calls == 0  # … and never calls the backend itself
+    finally:
+        await services.aclose()

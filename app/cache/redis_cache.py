@@ -168,12 +168,13 @@ class RedisCache:
                     return Claim(value=_decode(reply[1]))
                 if reply[0] == 2:
                     return Claim(lease=_Lease(self, lock, token))
-                if fresh or loop.time() + delay >= deadline:
-                    return Claim()
+                remaining = deadline - loop.time()
+                if fresh or remaining <= 0:
+                    return Claim()  # past the deadline the runner reports a timeout without calling
                 if not waited:
                     waited = True
                     self.observer.single_flight_wait()
-                await asyncio.sleep(delay * random.uniform(0.5, 1.0))
+                await asyncio.sleep(min(remaining, delay * random.uniform(0.5, 1.0)))
                 delay = min(delay * 2, self.poll_max_s)
         except RedisUnavailable:
             return Claim()
