@@ -14,6 +14,7 @@ from app.backends.registry import ResolvedModel
 from app.backends.sim import SimBackend, SimParams
 from app.cache.layered import LayeredCache
 from app.cache.redis_cache import RedisCache, hash_tag
+from app.cache.redis_client import connect
 from app.judging import listwise as lw
 from app.judging.listwise import JudgingFailed, ListwiseResult, ListwiseTask, judge_listwise
 from app.judging.runner import CacheMode, Runner
@@ -262,3 +263,17 @@ async def test_waiting_on_another_replicas_lock_ends_at_the_deadline_without_a_c
         assert backend.calls == 0  # … and never calls the backend itself
     finally:
         await services.aclose()
+
+
+async def test_keys_of_several_items_are_fetched_with_one_mget_per_item(redis_server: RedisServer) -> None:
+    cache = RedisCache(connect(redis_server.url, timeout_s=1, connect_timeout_s=1), ttl_s=60)
+    try:
+        await cache.set("pcfj:{item-a}:run0", {"answer": "a0"})
+        await cache.set("pcfj:{item-b}:run0", {"answer": "b0"})
+        before = cache.attempts
+        got = await cache.get_many(["pcfj:{item-a}:run0", "pcfj:{item-b}:run0", "pcfj:{item-a}:run1"])
+        assert [g["answer"] if g else None for g in got] == ["a0", "b0", None]
+        assert cache.attempts - before == 2  # one MGET per hash tag: Cluster-safe
+        assert (cache.stats.hits, cache.stats.misses) == (2, 1)
+    finally:
+        await cache.aclose()
