@@ -35,6 +35,20 @@ class ApiError(Exception):
         self.status, self.kind, self.detail, self.headers, self.field = status, kind, detail, headers, field
 
 
+def client_error(field: str, detail: str) -> ApiError:
+    """A 422 naming the field and the fix."""
+    return ApiError(422, "validation_error", f"{field}: {detail}", field=field)
+
+
+def backend_failure(status: int, kind: str, detail: str, retry_after: float | None) -> ApiError:
+    """Too few judge runs succeeded: 502/503/504 JSON; a 503 always says when to retry."""
+    if retry_after is not None:
+        headers: dict[str, str] | None = {"Retry-After": str(max(1, round(retry_after)))}
+    else:
+        headers = {"Retry-After": "5"} if status == 503 else None
+    return ApiError(status, kind, detail, headers=headers)
+
+
 def error_body(kind: str, detail: str, request: Request | None = None, **extra: Any) -> dict[str, Any]:
     body: dict[str, Any] = {"error": kind, "detail": detail, **extra}
     request_id = getattr(request.state, "request_id", None) if request is not None else None

@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 
 from app.api.deps import ServicesDep
-from app.api.errors import ApiError
+from app.api.errors import backend_failure, client_error
 from app.api.observability import record_failure, record_listwise
 from app.api.schemas import (
     CandidateOut,
@@ -54,18 +54,11 @@ async def judge_listwise_route(body: ListwiseRequest, request: Request, services
         )
     except JudgingFailed as exc:
         record_failure("/judge/listwise", exc.kind)
-        headers = {"Retry-After": str(max(1, round(exc.retry_after)))} if exc.retry_after is not None else None
-        if exc.status == 503 and headers is None:
-            headers = {"Retry-After": "5"}
-        raise ApiError(exc.status, exc.kind, exc.detail, headers=headers) from None
+        raise backend_failure(exc.status, exc.kind, exc.detail, exc.retry_after) from None
     record_listwise(result)
     response = to_response(result, request.state.request_id, body.include_runs, services)
     services.metrics.cost(model.provider, model.string, response.usage.cost_usd)
     return response
-
-
-def _client_error(field: str, detail: str) -> ApiError:
-    return ApiError(422, "validation_error", f"{field}: {detail}", field=field)
 
 
 def build_task(body: ListwiseRequest, services: Services) -> tuple[ListwiseTask, ResolvedModel]:
@@ -73,47 +66,45 @@ def build_task(body: ListwiseRequest, services: Services) -> tuple[ListwiseTask,
     s = services.settings
     n = len(body.candidates)
     if not s.min_candidates <= n <= s.max_candidates:
-        raise _client_error(
-            "candidates", f"send between {s.min_candidates} and {s.max_candidates} candidates (got {n})"
-        )
+        raise client_error("candidates", f"send between {s.min_candidates} and {s.max_candidates} candidates (got {n})")
     if len(body.question) > s.max_question_chars:
-        raise _client_error("question", f"at most {s.max_question_chars} characters (got {len(body.question)})")
+        raise client_error("question", f"at most {s.max_question_chars} characters (got {len(body.question)})")
     ids: list[str] = []
     texts: list[str] = []
     for i, cand in enumerate(body.candidates):
         cid, text = (str(i), cand) if isinstance(cand, str) else (cand.id, cand.text)
         if len(text) > s.max_candidate_chars:
-            raise _client_error(
+            raise client_error(
                 f"candidates.{i}", f"text has {len(text)} characters; the limit is {s.max_candidate_chars}"
             )
         ids.append(cid)
         texts.append(text)
     duplicates = sorted({cid for cid in ids if ids.count(cid) > 1})
     if duplicates:
-        raise _client_error("candidates", f"candidate ids must be unique; repeated: {', '.join(duplicates)}")
+        raise client_error("candidates", f"candidate ids must be unique; repeated: {', '.join(duplicates)}")
     try:
         weights = cons.resolve_weights(body.weights)
     except ValueError as exc:
-        raise _client_error("weights", str(exc)) from None
+        raise client_error("weights", str(exc)) from None
     try:
         model = services.registry.resolve(body.model)
     except ModelError as exc:
-        raise _client_error("model", str(exc)) from None
+        raise client_error("model", str(exc)) from None
     explicit = None
     if body.permutations is not None:
         if body.mode != "consensus":
-            raise _client_error("permutations", "explicit permutations only apply to mode 'consensus'")
+            raise client_error("permutations", "explicit permutations only apply to mode 'consensus'")
         if len(body.permutations) > 64:
-            raise _client_error("permutations", "at most 64 permutations")
+            raise client_error("permutations", "at most 64 permutations")
         try:
             explicit = perms.validate_explicit(body.permutations, n)
         except ValueError as exc:
-            raise _client_error("permutations", str(exc)) from None
+            raise client_error("permutations", str(exc)) from None
     if body.oracle_best is not None:
         if model.string != "sim:oracle":
-            raise _client_error("oracle_best", "only the simulated oracle judge (model 'sim:oracle') takes oracle_best")
+            raise client_error("oracle_best", "only the simulated oracle judge (model 'sim:oracle') takes oracle_best")
         if body.oracle_best not in ids:
-            raise _client_error("oracle_best", f"{body.oracle_best!r} is not one of the candidate ids")
+            raise client_error("oracle_best", f"{body.oracle_best!r} is not one of the candidate ids")
     task = ListwiseTask(
         question=body.question,
         ids=ids,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 
 from app.api.deps import ServicesDep
-from app.api.errors import ApiError
+from app.api.errors import backend_failure, client_error
 from app.api.listwise import ERROR_RESPONSES, cost_usd
 from app.api.observability import record_failure, record_pairwise
 from app.api.pairwise_schemas import EstimationOut, KeyedOut, PairwiseRequest, PairwiseResponse, PassOut
@@ -36,18 +36,11 @@ async def judge_pairwise_route(body: PairwiseRequest, request: Request, services
         )
     except JudgingFailed as exc:
         record_failure("/judge/pairwise", exc.kind)
-        headers = {"Retry-After": str(max(1, round(exc.retry_after)))} if exc.retry_after is not None else None
-        if exc.status == 503 and headers is None:
-            headers = {"Retry-After": "5"}
-        raise ApiError(exc.status, exc.kind, exc.detail, headers=headers) from None
+        raise backend_failure(exc.status, exc.kind, exc.detail, exc.retry_after) from None
     record_pairwise(result)
     response = to_response(result, request.state.request_id, body.include_runs, services)
     services.metrics.cost(model.provider, model.string, response.usage.cost_usd)
     return response
-
-
-def _client_error(field: str, detail: str) -> ApiError:
-    return ApiError(422, "validation_error", f"{field}: {detail}", field=field)
 
 
 def build_task(body: PairwiseRequest, services: Services) -> tuple[PairwiseTask, ResolvedModel]:
@@ -57,16 +50,16 @@ def build_task(body: PairwiseRequest, services: Services) -> tuple[PairwiseTask,
     """
     s = services.settings
     if len(body.question) > s.max_question_chars:
-        raise _client_error("question", f"at most {s.max_question_chars} characters (got {len(body.question)})")
+        raise client_error("question", f"at most {s.max_question_chars} characters (got {len(body.question)})")
     for field, text in (("response_a", body.response_a), ("response_b", body.response_b)):
         if len(text) > s.max_candidate_chars:
-            raise _client_error(field, f"text has {len(text)} characters; the limit is {s.max_candidate_chars}")
+            raise client_error(field, f"text has {len(text)} characters; the limit is {s.max_candidate_chars}")
     try:
         model = services.registry.resolve(body.model)
     except ModelError as exc:
-        raise _client_error("model", str(exc)) from None
+        raise client_error("model", str(exc)) from None
     if body.oracle_best is not None and model.string != "sim:oracle":
-        raise _client_error("oracle_best", "only the simulated oracle judge (model 'sim:oracle') takes oracle_best")
+        raise client_error("oracle_best", "only the simulated oracle judge (model 'sim:oracle') takes oracle_best")
     task = PairwiseTask(
         question=body.question,
         response_a=body.response_a,

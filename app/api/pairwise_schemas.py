@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.api.schemas import Strict, UsageOut
+from app.api.schemas import RunTokens, Strict, UsageOut
 
 Verdict = Literal["A", "B", "tie"]
 
@@ -45,7 +45,7 @@ class EstimationOut(BaseModel):
     cue: str | None = Field(description="The heuristic cue that matched (see app/judging/estimation.py).")
 
 
-class PassOut(BaseModel):
+class PassOut(RunTokens):
     model_config = ConfigDict(populate_by_name=True)
 
     name: Literal["direct", "swapped", "keyed"] = Field(alias="pass", description="direct, swapped or keyed.")
@@ -58,9 +58,6 @@ class PassOut(BaseModel):
     cached: bool
     latency_ms: float
     error: str | None
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cached_tokens: int = 0
 
 
 class PairwiseResponse(BaseModel):

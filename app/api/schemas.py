@@ -64,7 +64,15 @@ class JudgmentOut(BaseModel):
     rationale: str
 
 
-class RunOut(BaseModel):
+class RunTokens(BaseModel):
+    """Tokens one backend call used (zero when it was served from the cache)."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_tokens: int = 0
+
+
+class RunOut(RunTokens):
     execution: int
     index: int
     order: list[str]
@@ -75,9 +83,6 @@ class RunOut(BaseModel):
     cached: bool
     latency_ms: float
     error: str | None
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cached_tokens: int = 0
 
 
 class Diagnostics(BaseModel):
