@@ -94,16 +94,14 @@ class Runner:
         pending = {i: self._shared(specs[i], model, deadline, cache_mode) for i, o in enumerate(outcomes) if o is None}
         if pending:
             loop = asyncio.get_running_loop()
-            done, _ = await asyncio.wait(
-                [asyncio.shield(t) for t in pending.values()], timeout=max(0.0, deadline - loop.time())
-            )
-            del done
+            # Shielded: a task shared with other requests keeps running (and fills the cache) past our deadline.
+            await asyncio.wait([asyncio.shield(t) for t in pending.values()], timeout=max(0.0, deadline - loop.time()))
             for i, task in pending.items():
                 if task.done() and not task.cancelled():
                     outcomes[i] = task.result()
                 else:
                     outcomes[i] = _failure(BackendTimeout("request deadline passed before the call finished"), 0.0)
-        return [o if o is not None else CallOutcome(error="internal") for o in outcomes]
+        return [o for o in outcomes if o is not None]  # every slot is filled above
 
     def _shared(
         self, spec: CallSpec, model: ResolvedModel, deadline: float, cache_mode: CacheMode
