@@ -88,7 +88,7 @@ def outcome_line(pair: JudgeBenchPair, model: str, name: PassName, outcome: Call
     """The log line of one in-process pass (verdict mapped back to the original labels as APOCJudge does)."""
     common = {"cached": outcome.cached, "latency_ms": outcome.latency_ms, "usage": usage_json(outcome.usage)}
     if outcome.answer is None:
-        error = f"{outcome.error}: {outcome.detail}" if outcome.detail else (outcome.error or "error")
+        error = outcome.error_text
         return _line(pair, model, name, error=error, **common)
     raw: apoc.Verdict = outcome.answer["verdict"]
     return _line(

@@ -104,7 +104,7 @@ def outcome_line(item: FactualityItem, model: str, call: PlannedCall, outcome: C
     """The log line of one in-process run (judgments parsed exactly as ``judge_listwise`` parses them)."""
     common = {"cached": outcome.cached, "latency_ms": outcome.latency_ms, "usage": usage_json(outcome.usage)}
     if outcome.answer is None:
-        error = f"{outcome.error}: {outcome.detail}" if outcome.detail else (outcome.error or "error")
+        error = outcome.error_text
         return _line(item, model, call, error=error, **common)
     run = parse_listwise(outcome.answer, list(LABELS[: len(call.order)]), list(call.order))
     return _line(

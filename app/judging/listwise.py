@@ -199,7 +199,7 @@ def _validate(text: str, *, labels: str) -> dict[str, Any]:
 def _fill(record: RunRecord, outcome: CallOutcome, labels: str, ids: list[str]) -> None:
     record.cached, record.latency_ms, record.usage = outcome.cached, outcome.latency_ms, outcome.usage
     if outcome.answer is None:
-        record.error = f"{outcome.error}: {outcome.detail}" if outcome.detail else outcome.error
+        record.error = outcome.error_text
         return
     run = parse_listwise(outcome.answer, list(labels), record.order)
     # Present judgments in the input order of candidate ids.

@@ -186,7 +186,7 @@ def _fill(record: PassRecord, outcome: CallOutcome) -> None:
     record.cached, record.latency_ms, record.usage = outcome.cached, outcome.latency_ms, outcome.usage
     answer = outcome.answer
     if answer is None:
-        record.error = f"{outcome.error}: {outcome.detail}" if outcome.detail else outcome.error or "error"
+        record.error = outcome.error_text
         return
     raw: apoc.Verdict = answer["verdict"]
     record.raw_verdict = raw

@@ -49,6 +49,12 @@ class CallOutcome:
     retry_after: float | None = None
     status: int | None = None  # HTTP status the failure maps to (502/503/504)
 
+    @property
+    def error_text(self) -> str:
+        """The run error as recorded in responses and logs: ``kind: detail``."""
+        kind = self.error or "error"
+        return f"{kind}: {self.detail}" if self.detail else kind
+
 
 class CallCache(Protocol):
     """What the runner needs of a cache (memory, Redis, or both layered)."""
