@@ -17,7 +17,8 @@ from app.api.schemas import (
     RunOut,
     UsageOut,
 )
-from app.backends.registry import ModelError, ResolvedModel
+from app.api.validate import check_texts, resolve_model
+from app.backends.registry import ResolvedModel
 from app.judging import consensus as cons
 from app.judging import permutations as perms
 from app.judging.listwise import JudgingFailed, ListwiseResult, ListwiseTask, judge_listwise
@@ -67,18 +68,10 @@ def build_task(body: ListwiseRequest, services: Services) -> tuple[ListwiseTask,
     n = len(body.candidates)
     if not s.min_candidates <= n <= s.max_candidates:
         raise client_error("candidates", f"send between {s.min_candidates} and {s.max_candidates} candidates (got {n})")
-    if len(body.question) > s.max_question_chars:
-        raise client_error("question", f"at most {s.max_question_chars} characters (got {len(body.question)})")
-    ids: list[str] = []
-    texts: list[str] = []
-    for i, cand in enumerate(body.candidates):
-        cid, text = (str(i), cand) if isinstance(cand, str) else (cand.id, cand.text)
-        if len(text) > s.max_candidate_chars:
-            raise client_error(
-                f"candidates.{i}", f"text has {len(text)} characters; the limit is {s.max_candidate_chars}"
-            )
-        ids.append(cid)
-        texts.append(text)
+    pairs = [(str(i), c) if isinstance(c, str) else (c.id, c.text) for i, c in enumerate(body.candidates)]
+    ids = [cid for cid, _ in pairs]
+    texts = [text for _, text in pairs]
+    check_texts(services, body.question, {f"candidates.{i}": text for i, text in enumerate(texts)})
     duplicates = sorted({cid for cid in ids if ids.count(cid) > 1})
     if duplicates:
         raise client_error("candidates", f"candidate ids must be unique; repeated: {', '.join(duplicates)}")
@@ -86,10 +79,7 @@ def build_task(body: ListwiseRequest, services: Services) -> tuple[ListwiseTask,
         weights = cons.resolve_weights(body.weights)
     except ValueError as exc:
         raise client_error("weights", str(exc)) from None
-    try:
-        model = services.registry.resolve(body.model)
-    except ModelError as exc:
-        raise client_error("model", str(exc)) from None
+    model = resolve_model(services, body.model, body.oracle_best)
     explicit = None
     if body.permutations is not None:
         if body.mode != "consensus":
@@ -100,11 +90,8 @@ def build_task(body: ListwiseRequest, services: Services) -> tuple[ListwiseTask,
             explicit = perms.validate_explicit(body.permutations, n)
         except ValueError as exc:
             raise client_error("permutations", str(exc)) from None
-    if body.oracle_best is not None:
-        if model.string != "sim:oracle":
-            raise client_error("oracle_best", "only the simulated oracle judge (model 'sim:oracle') takes oracle_best")
-        if body.oracle_best not in ids:
-            raise client_error("oracle_best", f"{body.oracle_best!r} is not one of the candidate ids")
+    if body.oracle_best is not None and body.oracle_best not in ids:
+        raise client_error("oracle_best", f"{body.oracle_best!r} is not one of the candidate ids")
     task = ListwiseTask(
         question=body.question,
         ids=ids,

@@ -5,12 +5,13 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 
 from app.api.deps import ServicesDep
-from app.api.errors import backend_failure, client_error
+from app.api.errors import backend_failure
 from app.api.listwise import ERROR_RESPONSES, cost_usd
 from app.api.observability import record_failure, record_pairwise
 from app.api.pairwise_schemas import EstimationOut, KeyedOut, PairwiseRequest, PairwiseResponse, PassOut
 from app.api.schemas import UsageOut
-from app.backends.registry import ModelError, ResolvedModel
+from app.api.validate import check_texts, resolve_model
+from app.backends.registry import ResolvedModel
 from app.judging import apoc
 from app.judging.listwise import JudgingFailed
 from app.judging.pairwise import PairwiseResult, PairwiseTask, PassRecord, judge_pairwise
@@ -48,18 +49,8 @@ def build_task(body: PairwiseRequest, services: Services) -> tuple[PairwiseTask,
 
     Identical responses are allowed (a consistent judge calls them a tie).
     """
-    s = services.settings
-    if len(body.question) > s.max_question_chars:
-        raise client_error("question", f"at most {s.max_question_chars} characters (got {len(body.question)})")
-    for field, text in (("response_a", body.response_a), ("response_b", body.response_b)):
-        if len(text) > s.max_candidate_chars:
-            raise client_error(field, f"text has {len(text)} characters; the limit is {s.max_candidate_chars}")
-    try:
-        model = services.registry.resolve(body.model)
-    except ModelError as exc:
-        raise client_error("model", str(exc)) from None
-    if body.oracle_best is not None and model.string != "sim:oracle":
-        raise client_error("oracle_best", "only the simulated oracle judge (model 'sim:oracle') takes oracle_best")
+    check_texts(services, body.question, {"response_a": body.response_a, "response_b": body.response_b})
+    model = resolve_model(services, body.model, body.oracle_best)
     task = PairwiseTask(
         question=body.question,
         response_a=body.response_a,
