@@ -8,9 +8,8 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 import httpx
 import pytest
 from asgi_lifespan import LifespanManager
-
-from app.api.app import create_app
-from app.settings import Settings
+from pcfjudge.api.app import create_app
+from pcfjudge.settings import Settings
 
 ClientFactory = Callable[..., AbstractAsyncContextManager[httpx.AsyncClient]]
 

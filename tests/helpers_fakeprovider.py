@@ -19,13 +19,12 @@ from typing import IO, Any
 import httpx
 import uvicorn
 from asgi_lifespan import LifespanManager
-
-from app.api.app import create_app
-from app.backends.base import DecodingParams, JudgeCall
-from app.fakeprovider.server import create_fake_app
-from app.fakeprovider.state import FakeConfig
-from app.judging.prompts import new_nonce, render_listwise
-from app.settings import Settings
+from pcfjudge.api.app import create_app
+from pcfjudge.backends.base import DecodingParams, JudgeCall
+from pcfjudge.fakeprovider.server import create_fake_app
+from pcfjudge.fakeprovider.state import FakeConfig
+from pcfjudge.judging.prompts import new_nonce, render_listwise
+from pcfjudge.settings import Settings
 
 OPENAI_KEY = "sk-test-openai-0123456789abcdefSECRET"
 ANTHROPIC_KEY = "sk-ant-test-0123456789abcdefSECRET"
@@ -66,7 +65,7 @@ class FakeProvider:
         self._sock.close()
 
     def faults(self, faults: Sequence[str | dict[str, Any]] | None = None, **knobs: Any) -> dict[str, Any]:
-        """Plan faults (see ``app.fakeprovider.server``); returns the fake's summary."""
+        """Plan faults (see ``pcfjudge.fakeprovider.server``); returns the fake's summary."""
         body = dict(knobs) if faults is None else {"faults": list(faults), **knobs}
         response = self.control.post("/_control/faults", json=body)
         response.raise_for_status()
@@ -150,11 +149,11 @@ def free_port() -> int:
 
 @contextmanager
 def cli_process(args: Sequence[str], env: dict[str, str], port: int) -> Iterator[str]:
-    """``python -m app.cli <args>`` as a subprocess, yielded once ``/healthz`` answers; stopped afterwards."""
+    """``python -m pcfjudge.cli <args>`` as a subprocess, yielded once ``/healthz`` answers; stopped afterwards."""
     full_env = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_BASE_URL"))} | env
     with tempfile.TemporaryFile() as log:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "app.cli", *args], env=full_env, stdout=log, stderr=subprocess.STDOUT
+            [sys.executable, "-m", "pcfjudge.cli", *args], env=full_env, stdout=log, stderr=subprocess.STDOUT
         )
         try:
             yield _wait_healthy(proc, f"http://127.0.0.1:{port}", log, args[0])

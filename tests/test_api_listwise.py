@@ -6,10 +6,10 @@ from typing import Any
 
 import httpx
 import pytest
+from pcfjudge.judging import consensus as cons
+from pcfjudge.judging.types import CandidateJudgment, RunJudgments
+from pcfjudge.settings import Settings
 
-from app.judging import consensus as cons
-from app.judging.types import CandidateJudgment, RunJudgments
-from app.settings import Settings
 from tests.conftest import ClientFactory
 
 QUESTION = "Which planet is closest to the Sun?"

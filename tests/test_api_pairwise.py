@@ -9,9 +9,9 @@ from typing import Any
 
 import httpx
 import pytest
+from pcfjudge.judging import apoc
+from pcfjudge.settings import Settings
 
-from app.judging import apoc
-from app.settings import Settings
 from tests.conftest import ClientFactory
 
 QUESTION = "What is the boiling point of water at sea level in Celsius?"

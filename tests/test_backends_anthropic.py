@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 from anthropic import AsyncAnthropic
+from pcfjudge.backends.anthropic_backend import AnthropicBackend, build_anthropic
+from pcfjudge.backends.base import BackendError, DecodingParams, ProviderError, RateLimited, Refused, Truncated
+from pcfjudge.judging.parse import OutputError, load_json_object, parse_listwise
+from pcfjudge.settings import Settings
 
-from app.backends.anthropic_backend import AnthropicBackend, build_anthropic
-from app.backends.base import BackendError, DecodingParams, ProviderError, RateLimited, Refused, Truncated
-from app.judging.parse import OutputError, load_json_object, parse_listwise
-from app.settings import Settings
 from tests.helpers_fakeprovider import ANTHROPIC_KEY, CANDIDATES, FakeProvider, listwise_call, running_fake
 
 

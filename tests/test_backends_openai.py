@@ -7,8 +7,7 @@ from typing import Any
 
 import pytest
 from openai import AsyncOpenAI
-
-from app.backends.base import (
+from pcfjudge.backends.base import (
     BackendError,
     BackendTimeout,
     DecodingParams,
@@ -17,9 +16,10 @@ from app.backends.base import (
     Refused,
     Truncated,
 )
-from app.backends.openai_backend import OpenAIBackend, OutputMode, build_openai
-from app.judging.parse import OutputError, load_json_object, parse_listwise
-from app.settings import Settings
+from pcfjudge.backends.openai_backend import OpenAIBackend, OutputMode, build_openai
+from pcfjudge.judging.parse import OutputError, load_json_object, parse_listwise
+from pcfjudge.settings import Settings
+
 from tests.helpers_fakeprovider import (
     CANDIDATES,
     OPENAI_KEY,

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from pcfjudge.bench.cache_bench import CacheBench, format_report, run
+from pcfjudge.cli import main
 
-from app.bench.cache_bench import CacheBench, format_report, run
-from app.cli import main
 from tests.redis_server import RedisServer
 
 

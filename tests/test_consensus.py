@@ -7,10 +7,9 @@ import math
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from app.judging import consensus as cons
-from app.judging import permutations as perms
-from app.judging.types import CandidateJudgment, RunJudgments
+from pcfjudge.judging import consensus as cons
+from pcfjudge.judging import permutations as perms
+from pcfjudge.judging.types import CandidateJudgment, RunJudgments
 
 
 def run(scores: dict[str, float], ranks: dict[str, float] | None = None, unc: set[str] = frozenset()) -> RunJudgments:

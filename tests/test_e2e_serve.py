@@ -24,7 +24,7 @@ def free_port() -> int:
 
 def start_serve(port: int, env: dict[str, str] | None = None, *extra: str) -> subprocess.Popen[bytes]:
     """Start `pcfjudge serve` and wait until /healthz answers (or fail with its output)."""
-    cmd = [sys.executable, "-m", "app.cli", "serve", "--port", str(port), "--log-level", "warning", *extra]
+    cmd = [sys.executable, "-m", "pcfjudge.cli", "serve", "--port", str(port), "--log-level", "warning", *extra]
     proc = subprocess.Popen(
         cmd, cwd=ROOT, env={**os.environ, **(env or {})}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
     )
@@ -81,5 +81,5 @@ def test_serve_judges_over_http(server: str) -> None:
 
 
 def test_cli_help_explains_commands() -> None:
-    out = subprocess.run([sys.executable, "-m", "app.cli", "--help"], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run([sys.executable, "-m", "pcfjudge.cli", "--help"], capture_output=True, text=True, check=True).stdout
     assert "serve" in out and "openapi" in out

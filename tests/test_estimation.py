@@ -6,8 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-
-from app.judging.estimation import check_estimation, closed_answer, find_cue
+from pcfjudge.judging.estimation import check_estimation, closed_answer, find_cue
 
 JUDGEBENCH = Path("/work/shared/data/judgebench")
 

@@ -9,13 +9,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pcfjudge.backends.base import Completion, JudgeCall
+from pcfjudge.backends.sim import SimBackend
+from pcfjudge.cli import main
+from pcfjudge.eval.metrics import sign_test
+from pcfjudge.judging import consensus as cons
+from pcfjudge.judging.types import CandidateJudgment, RunJudgments
 
-from app.backends.base import Completion, JudgeCall
-from app.backends.sim import SimBackend
-from app.cli import main
-from app.eval.metrics import sign_test
-from app.judging import consensus as cons
-from app.judging.types import CandidateJudgment, RunJudgments
 from tests.eval_synth import write_rewardbench2
 
 SAMPLE = Path("/work/shared/data/rewardbench2/factuality-sample.jsonl")
@@ -36,7 +36,7 @@ def _run(judgments: dict[str, dict[str, Any]], rank_source: str) -> RunJudgments
 
 
 def recompute(lines: list[dict[str, Any]], k_max: int = 7, executions: int = 3) -> dict[str, Any]:
-    """An independent re-derivation of the tables from the raw log (not using app.eval.rb2_analysis)."""
+    """An independent re-derivation of the tables from the raw log (not using pcfjudge.eval.rb2_analysis)."""
     items: dict[str, dict[str, Any]] = {}
     for line in lines:
         assert line["error"] is None
@@ -199,8 +199,8 @@ def log_lines_valid(out: Path) -> list[dict[str, Any]]:
 
 def _displayed_index(data: Path) -> dict[tuple[str, ...], tuple[str, tuple[str, ...]]]:
     """Displayed texts -> (item id, displayed order of candidate ids), for the seed-0 candidate shuffle."""
-    from app.eval.loaders import load_rewardbench2
-    from app.judging.permutations import schedule
+    from pcfjudge.eval.loaders import load_rewardbench2
+    from pcfjudge.judging.permutations import schedule
 
     index: dict[tuple[str, ...], tuple[str, tuple[str, ...]]] = {}
     for item in load_rewardbench2(data, seed=0):

@@ -7,11 +7,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from app.cli import main
-from app.eval.metrics import judgebench_pair_score, source_macro
-from app.eval.score import score_judgments_file
-from app.judging import apoc
+from pcfjudge.cli import main
+from pcfjudge.eval.metrics import judgebench_pair_score, source_macro
+from pcfjudge.eval.score import score_judgments_file
+from pcfjudge.judging import apoc
 
 JUDGEBENCH = Path("/work/shared/data/judgebench/judgebench-gpt-4o.jsonl")
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"

@@ -7,9 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from app.eval.loaders import FactualityItem, load_judgebench, load_rewardbench2
-from app.eval.metrics import source_bucket
+from pcfjudge.eval.loaders import FactualityItem, load_judgebench, load_rewardbench2
+from pcfjudge.eval.metrics import source_bucket
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 FIXTURES = Path(__file__).resolve().parent / "fixtures"

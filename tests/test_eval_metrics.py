@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import pytest
-
-from app.eval.metrics import (
+from pcfjudge.eval.metrics import (
     PairedCounts,
     accuracy,
     flip_label,

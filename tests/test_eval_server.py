@@ -8,10 +8,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from pcfjudge.cli import main
+from pcfjudge.eval.harness import paid_run_gate
+from pcfjudge.eval.progress import Estimate
 
-from app.cli import main
-from app.eval.harness import paid_run_gate
-from app.eval.progress import Estimate
 from tests.test_e2e_serve import free_port, start_serve, stop
 
 SAMPLE = Path("/work/shared/data/rewardbench2/factuality-sample.jsonl")

@@ -8,12 +8,12 @@ from typing import Any
 
 import httpx
 import pytest
+from pcfjudge.backends.sim import SimJudge, SimParams
+from pcfjudge.fakeprovider import task
+from pcfjudge.fakeprovider.state import FakeConfig, FakeState
+from pcfjudge.judging.pairwise_prompts import render_keyed, render_pairwise
+from pcfjudge.judging.prompts import block, new_nonce, render_listwise
 
-from app.backends.sim import SimJudge, SimParams
-from app.fakeprovider import task
-from app.fakeprovider.state import FakeConfig, FakeState
-from app.judging.pairwise_prompts import render_keyed, render_pairwise
-from app.judging.prompts import block, new_nonce, render_listwise
 from tests.helpers_fakeprovider import CANDIDATES, QUESTION, FakeProvider, listwise_call, running_fake
 
 

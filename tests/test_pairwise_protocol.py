@@ -7,8 +7,7 @@ import itertools
 import json
 
 import pytest
-
-from app.backends.base import (
+from pcfjudge.backends.base import (
     BackendError,
     BackendTimeout,
     Completion,
@@ -18,17 +17,17 @@ from app.backends.base import (
     RateLimited,
     Refused,
 )
-from app.backends.registry import ResolvedModel
-from app.backends.sim import SimJudge, SimParams
-from app.cache.memory import MemoryCache
-from app.judging import apoc
-from app.judging.apoc import KeyedPlan, Verdict
-from app.judging.listwise import JudgingFailed
-from app.judging.pairwise import PairwiseResult, PairwiseTask, judge_pairwise, validate_answer
-from app.judging.pairwise_prompts import render_keyed, render_pairwise
-from app.judging.parse import OutputError
-from app.judging.prompts import read_blocks
-from app.judging.runner import Runner
+from pcfjudge.backends.registry import ResolvedModel
+from pcfjudge.backends.sim import SimJudge, SimParams
+from pcfjudge.cache.memory import MemoryCache
+from pcfjudge.judging import apoc
+from pcfjudge.judging.apoc import KeyedPlan, Verdict
+from pcfjudge.judging.listwise import JudgingFailed
+from pcfjudge.judging.pairwise import PairwiseResult, PairwiseTask, judge_pairwise, validate_answer
+from pcfjudge.judging.pairwise_prompts import render_keyed, render_pairwise
+from pcfjudge.judging.parse import OutputError
+from pcfjudge.judging.prompts import read_blocks
+from pcfjudge.judging.runner import Runner
 
 A_TEXT, B_TEXT = "Response alpha: 42.", "Response beta: 41."
 QUESTION = "What is six times seven?"

@@ -5,9 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
-
-from app.judging.parse import OutputError, parse_listwise
-from app.judging.prompts import read_blocks, render_listwise
+from pcfjudge.judging.parse import OutputError, parse_listwise
+from pcfjudge.judging.prompts import read_blocks, render_listwise
 
 
 def entry(label: str, score: float, **flags: bool) -> dict[str, object]:
@@ -82,7 +81,7 @@ def test_candidates_cannot_escape_their_block() -> None:
 
 
 def test_nonce_is_per_render_and_text_containing_it_is_refused() -> None:
-    from app.judging.prompts import block, new_nonce
+    from pcfjudge.judging.prompts import block, new_nonce
 
     assert new_nonce() != new_nonce()
     with pytest.raises(ValueError):

@@ -7,8 +7,7 @@ import math
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
-from app.judging import permutations as perms
+from pcfjudge.judging import permutations as perms
 
 ns = st.integers(1, 16)
 

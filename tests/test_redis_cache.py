@@ -8,18 +8,18 @@ import json
 from typing import Any
 
 import pytest
+from pcfjudge.backends.base import Completion, DecodingParams, JudgeCall, ProviderError
+from pcfjudge.backends.registry import ResolvedModel
+from pcfjudge.backends.sim import SimBackend, SimParams
+from pcfjudge.cache.layered import LayeredCache
+from pcfjudge.cache.redis_cache import RedisCache, hash_tag
+from pcfjudge.cache.redis_client import connect
+from pcfjudge.judging import listwise as lw
+from pcfjudge.judging.listwise import JudgingFailed, ListwiseResult, ListwiseTask, judge_listwise
+from pcfjudge.judging.runner import CacheMode, Runner
+from pcfjudge.services import Services
+from pcfjudge.settings import Settings
 
-from app.backends.base import Completion, DecodingParams, JudgeCall, ProviderError
-from app.backends.registry import ResolvedModel
-from app.backends.sim import SimBackend, SimParams
-from app.cache.layered import LayeredCache
-from app.cache.redis_cache import RedisCache, hash_tag
-from app.cache.redis_client import connect
-from app.judging import listwise as lw
-from app.judging.listwise import JudgingFailed, ListwiseResult, ListwiseTask, judge_listwise
-from app.judging.runner import CacheMode, Runner
-from app.services import Services
-from app.settings import Settings
 from tests.redis_server import RedisServer
 
 PARAMS = DecodingParams()

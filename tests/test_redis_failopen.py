@@ -8,14 +8,14 @@ from typing import Any
 
 import httpx
 from asgi_lifespan import LifespanManager
+from pcfjudge.api.app import create_app
+from pcfjudge.cache.breaker import CircuitBreaker
+from pcfjudge.cache.layered import LayeredCache
+from pcfjudge.cache.redis_cache import RedisCache
+from pcfjudge.cache.redis_client import connect
+from pcfjudge.services import Services
+from pcfjudge.settings import Settings
 
-from app.api.app import create_app
-from app.cache.breaker import CircuitBreaker
-from app.cache.layered import LayeredCache
-from app.cache.redis_cache import RedisCache
-from app.cache.redis_client import connect
-from app.services import Services
-from app.settings import Settings
 from tests.redis_server import RedisServer
 
 

@@ -6,9 +6,9 @@ import asyncio
 from collections.abc import AsyncIterator
 
 import pytest
+from pcfjudge.cache.redis_cache import RedisCache
+from pcfjudge.cache.redis_client import connect
 
-from app.cache.redis_cache import RedisCache
-from app.cache.redis_client import connect
 from tests.redis_server import RedisServer
 
 KEY = "pcfj:{item}:listwise:0-1:sim:default:0:listwise-v1:abc"

@@ -9,14 +9,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from pcfjudge.backends.base import Completion, DecodingParams, JudgeCall
+from pcfjudge.backends.sim import SimBackend, SimParams
+from pcfjudge.cache.redis_client import connect
+from pcfjudge.judging.listwise import ListwiseTask, judge_listwise
+from pcfjudge.services import Services
+from pcfjudge.settings import Settings
 from redis.asyncio import Redis, RedisCluster
 
-from app.backends.base import Completion, DecodingParams, JudgeCall
-from app.backends.sim import SimBackend, SimParams
-from app.cache.redis_client import connect
-from app.judging.listwise import ListwiseTask, judge_listwise
-from app.services import Services
-from app.settings import Settings
 from tests.redis_server import RedisServer, free_cluster_port, require_binary
 
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 import asyncio
 import json
 
-from app.backends.base import BackendError, Completion, JudgeCall, ProviderError, RateLimited
-from app.backends.sim import SimJudge, SimParams
-from app.judging.consensus import PRESETS
-from app.judging.listwise import JudgingFailed, ListwiseTask, judge_listwise
-from app.services import Services
-from app.settings import Settings
+from pcfjudge.backends.base import BackendError, Completion, JudgeCall, ProviderError, RateLimited
+from pcfjudge.backends.sim import SimJudge, SimParams
+from pcfjudge.judging.consensus import PRESETS
+from pcfjudge.judging.listwise import JudgingFailed, ListwiseTask, judge_listwise
+from pcfjudge.services import Services
+from pcfjudge.settings import Settings
 
 
 class Scripted:

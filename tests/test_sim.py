@@ -5,13 +5,12 @@ from __future__ import annotations
 import random
 
 import pytest
-
-from app.backends.base import JudgeCall
-from app.backends.sim import SimJudge, SimParams
-from app.judging.consensus import PRESETS
-from app.judging.listwise import ListwiseTask, judge_listwise
-from app.services import Services
-from app.settings import Settings
+from pcfjudge.backends.base import JudgeCall
+from pcfjudge.backends.sim import SimJudge, SimParams
+from pcfjudge.judging.consensus import PRESETS
+from pcfjudge.judging.listwise import ListwiseTask, judge_listwise
+from pcfjudge.services import Services
+from pcfjudge.settings import Settings
 
 
 def call(displayed: tuple[str, ...], sample: int = 0, oracle: int | None = None) -> JudgeCall:

@@ -1,0 +1,197 @@
+"""POST /judge/listwise: validate, judge through ``pcfjudge.judging.listwise``, shape the response."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+
+from pcfjudge.api.deps import ServicesDep
+from pcfjudge.api.errors import backend_failure, client_error
+from pcfjudge.api.observability import record_failure, record_listwise
+from pcfjudge.api.schemas import (
+    CandidateOut,
+    Diagnostics,
+    ErrorResponse,
+    JudgmentOut,
+    ListwiseRequest,
+    ListwiseResponse,
+    RunOut,
+    UsageOut,
+)
+from pcfjudge.api.validate import check_texts, resolve_model
+from pcfjudge.backends.registry import ResolvedModel
+from pcfjudge.judging import consensus as cons
+from pcfjudge.judging import permutations as perms
+from pcfjudge.judging.listwise import JudgingFailed, ListwiseResult, ListwiseTask, judge_listwise
+from pcfjudge.judging.types import RunRecord, Usage
+from pcfjudge.services import Services
+
+router = APIRouter()
+
+ERROR_RESPONSES: dict[int | str, dict[str, object]] = {
+    code: {"model": ErrorResponse, "description": text}
+    for code, text in {
+        400: "Body is not valid JSON",
+        413: "Body too large",
+        422: "Invalid request (the detail names the field and the fix)",
+        502: "Judge backend failed for too many runs",
+        503: "Judge backend overloaded or rate limited (see Retry-After)",
+        504: "Judge backend did not answer before the deadline",
+    }.items()
+}
+
+
+@router.post("/judge/listwise", response_model=ListwiseResponse, responses=ERROR_RESPONSES)
+async def judge_listwise_route(body: ListwiseRequest, request: Request, services: ServicesDep) -> ListwiseResponse:
+    """PCFJudge: judge the candidates over K permutations and return the permutation consensus (paper Eq. 1–5)."""
+    task, model = build_task(body, services)
+    try:
+        result = await judge_listwise(
+            task,
+            model,
+            services.runner,
+            services.decoding_params(model.provider),
+            timeout_s=services.settings.request_timeout_s,
+            quorum=services.settings.quorum,
+        )
+    except JudgingFailed as exc:
+        record_failure("/judge/listwise", exc.kind)
+        raise backend_failure(exc.status, exc.kind, exc.detail, exc.retry_after) from None
+    record_listwise(result)
+    response = to_response(result, request.state.request_id, body.include_runs, services)
+    services.metrics.cost(model.provider, model.string, response.usage.cost_usd)
+    return response
+
+
+def build_task(body: ListwiseRequest, services: Services) -> tuple[ListwiseTask, ResolvedModel]:
+    """Turn a request into a judging task, refusing (422, naming the field) anything the service cannot do."""
+    s = services.settings
+    n = len(body.candidates)
+    if not s.min_candidates <= n <= s.max_candidates:
+        raise client_error("candidates", f"send between {s.min_candidates} and {s.max_candidates} candidates (got {n})")
+    pairs = [(str(i), c) if isinstance(c, str) else (c.id, c.text) for i, c in enumerate(body.candidates)]
+    ids = [cid for cid, _ in pairs]
+    texts = [text for _, text in pairs]
+    check_texts(services, body.question, {f"candidates.{i}": text for i, text in enumerate(texts)})
+    duplicates = sorted({cid for cid in ids if ids.count(cid) > 1})
+    if duplicates:
+        raise client_error("candidates", f"candidate ids must be unique; repeated: {', '.join(duplicates)}")
+    try:
+        weights = cons.resolve_weights(body.weights)
+    except ValueError as exc:
+        raise client_error("weights", str(exc)) from None
+    model = resolve_model(services, body.model, body.oracle_best)
+    explicit = None
+    if body.permutations is not None:
+        if body.mode != "consensus":
+            raise client_error("permutations", "explicit permutations only apply to mode 'consensus'")
+        if len(body.permutations) > 64:
+            raise client_error("permutations", "at most 64 permutations")
+        try:
+            explicit = perms.validate_explicit(body.permutations, n)
+        except ValueError as exc:
+            raise client_error("permutations", str(exc)) from None
+    if body.oracle_best is not None and body.oracle_best not in ids:
+        raise client_error("oracle_best", f"{body.oracle_best!r} is not one of the candidate ids")
+    task = ListwiseTask(
+        question=body.question,
+        ids=ids,
+        texts=texts,
+        k=body.k or s.default_k,
+        mode=body.mode,
+        weights=weights,
+        executions=body.executions,
+        seed=body.seed,
+        permutations=explicit,
+        oracle_best=body.oracle_best,
+        cache_mode=body.cache,
+    )
+    return task, model
+
+
+def cost_usd(services: Services, model: str, usage: Usage) -> float | None:
+    price = services.settings.prices.get(model)
+    if price is None:
+        return None
+    return round((usage.input_tokens * price[0] + usage.output_tokens * price[1]) / 1_000_000, 6)
+
+
+def _run_out(run: RunRecord) -> RunOut:
+    result = run.result
+    return RunOut(
+        execution=run.execution,
+        index=run.index,
+        order=run.order,
+        sample=run.sample,
+        rank_source=result.rank_source if result else None,
+        judgments=(
+            {
+                cid: JudgmentOut(
+                    score=j.score,
+                    rank=j.rank,
+                    major_error=j.major_error,
+                    hallucinated_specificity=j.hallucinated_specificity,
+                    calibrated_uncertainty=j.calibrated_uncertainty,
+                    rationale=j.rationale,
+                )
+                for cid, j in result.judgments.items()
+            }
+            if result
+            else None
+        ),
+        top_set=cons.top_set(result) if result else None,
+        cached=run.cached,
+        latency_ms=run.latency_ms,
+        error=run.error,
+        input_tokens=run.usage.input_tokens,
+        output_tokens=run.usage.output_tokens,
+        cached_tokens=run.usage.cached_tokens,
+    )
+
+
+def to_response(result: ListwiseResult, request_id: str, include_runs: bool, services: Services) -> ListwiseResponse:
+    c = result.consensus
+    ok = sum(1 for r in result.runs if r.result is not None)
+    return ListwiseResponse(
+        request_id=request_id,
+        model=result.model,
+        prompt_version=result.prompt_version,
+        mode=result.mode,
+        k=result.k,
+        executions=max(r.execution for r in result.runs) + 1,
+        weights=result.weights.as_dict(),
+        winners=c.winners,
+        ranking=c.ranking,
+        candidates=[
+            CandidateOut(
+                id=cid,
+                consensus=round(v.consensus, 4),
+                mean_score=round(v.mean_score, 4),
+                borda=round(v.borda, 4),
+                top_vote=round(v.top_vote, 4),
+                uncertainty=round(v.uncertainty, 4),
+                major_error=round(v.major_error, 4),
+                hallucinated_specificity=round(v.hallucinated_specificity, 4),
+            )
+            for cid, v in c.candidates.items()
+        ],
+        runs=[_run_out(r) for r in result.runs] if include_runs else None,
+        diagnostics=Diagnostics(
+            runs_ok=ok,
+            runs_failed=len(result.runs) - ok,
+            quorum=result.quorum,
+            agreement=round(result.agreement, 4),
+            direct_winners=result.direct_winners,
+            order_sensitive=result.order_sensitive,
+            k_requested=result.k_requested,
+            k_capped=result.k_capped,
+        ),
+        usage=UsageOut(
+            backend_calls=result.backend_calls,
+            cache_hits=result.cache_hits,
+            input_tokens=result.usage.input_tokens,
+            output_tokens=result.usage.output_tokens,
+            cached_tokens=result.usage.cached_tokens,
+            cost_usd=cost_usd(services, result.model, result.usage),
+        ),
+        degraded=result.degraded,
+    )

@@ -1,0 +1,96 @@
+"""HTTP side of the metrics: request middleware, ``GET /metrics``, and what each judging decision tells us."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+
+from fastapi import APIRouter, Request, Response
+
+from pcfjudge import metrics as m
+from pcfjudge.judging.consensus import top_set
+from pcfjudge.judging.listwise import ListwiseResult
+from pcfjudge.judging.pairwise import PairwiseResult
+
+router = APIRouter()
+JUDGE_ROUTES = ("/judge/listwise", "/judge/pairwise")
+
+
+@router.get("/metrics", include_in_schema=False)
+async def metrics_endpoint() -> Response:
+    """Prometheus text exposition (all workers' series under ``--workers N``)."""
+    return Response(m.render(), media_type=m.CONTENT_TYPE)
+
+
+def route_template(request: Request) -> str:
+    """The matched route's path template (bounded), never the raw path."""
+    route = request.scope.get("route")
+    path = getattr(route, "path", None)
+    return path if isinstance(path, str) else "unmatched"
+
+
+async def metrics_middleware(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
+    started = time.perf_counter()
+    path = request.url.path
+    tracked = path != "/metrics"
+    gauge = m.IN_FLIGHT.labels(path if path in JUDGE_ROUTES else "other") if tracked else None
+    if gauge is not None:
+        gauge.inc()
+    status = 500
+    try:
+        response = await call_next(request)
+        status = response.status_code
+        return response
+    finally:
+        if gauge is not None:
+            gauge.dec()
+        if tracked:
+            endpoint = route_template(request)
+            m.REQUESTS.labels(endpoint, str(status)).inc()
+            m.REQUEST_SECONDS.labels(endpoint).observe(time.perf_counter() - started)
+
+
+def record_listwise(result: ListwiseResult) -> None:
+    """Position bias, overturns, agreement and margin of one listwise decision."""
+    endpoint = "/judge/listwise"
+    m.DECISIONS.labels(endpoint, result.mode).inc()
+    if result.degraded:
+        m.DEGRADED.labels(endpoint).inc()
+    for run in result.runs:
+        if run.result is None:
+            continue
+        tops = top_set(run.result)
+        for cid in tops:
+            m.TOP_PICKS.labels(endpoint, str(run.order.index(cid))).inc(1 / len(tops))
+    if result.mode != "consensus":
+        return
+    if result.direct_winners is not None and set(result.direct_winners) != set(result.consensus.winners):
+        m.OVERTURNS.labels(endpoint).inc()
+    m.AGREEMENT.observe(result.agreement)
+    values = sorted((c.consensus for c in result.consensus.candidates.values()), reverse=True)
+    if len(values) > 1:
+        m.MARGIN.observe(values[0] - values[1])
+
+
+def record_pairwise(result: PairwiseResult) -> None:
+    """Order consistency, keyed passes and overrides of one pairwise decision."""
+    endpoint = "/judge/pairwise"
+    m.DECISIONS.labels(endpoint, "apoc").inc()
+    if result.degraded:
+        m.DEGRADED.labels(endpoint).inc()
+    for p in result.passes:
+        if p.name != "keyed" and p.raw_verdict in ("A", "B"):
+            m.TOP_PICKS.labels(endpoint, "0" if p.raw_verdict == "A" else "1").inc()
+    decision, plan = result.decision, result.keyed_plan
+    if decision.order_consistent is False:
+        m.PAIR_INCONSISTENT.inc()
+    if result.keyed_pass is not None:
+        m.KEYED.labels("run").inc()
+    elif plan.skipped is not None and plan.needed:
+        m.KEYED.labels(f"skipped_{plan.skipped}").inc()
+    if decision.override:
+        m.OVERRIDES.inc()
+
+
+def record_failure(endpoint: str, reason: str) -> None:
+    m.FAILED.labels(endpoint, reason).inc()

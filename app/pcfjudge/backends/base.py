@@ -1,0 +1,111 @@
+"""The one small interface every judge backend implements, and the typed failures it may raise.
+
+    BackendError                     a call failed; ``kind`` is the run error and the metrics outcome
+    ├── RateLimited   (rate_limited)   429 / overloaded; ``retry_after`` seconds when the provider said
+    ├── BackendTimeout (timeout)       no answer within the deadline
+    ├── ProviderError (provider_error) 5xx, connection trouble, or a 4xx the provider gave us
+    ├── Truncated     (truncated)      the answer hit the output-token limit
+    └── Refused       (refusal)        the model refused, or a content filter stopped it
+
+Backends turn one ``JudgeCall`` into one ``Completion`` (the answer's JSON text plus usage). They know nothing
+of permutations, consensus or HTTP; parsing and validation happen in the judging layer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from pcfjudge.judging.types import Usage
+
+CallKind = Literal["listwise", "pairwise", "keyed"]
+
+
+@dataclass(frozen=True, slots=True)
+class DecodingParams:
+    """Decoding parameters; all of them are part of the cache key."""
+
+    temperature: float | None = 0.0
+    max_output_tokens: int = 2048
+    reasoning_effort: str | None = None
+
+    def key(self) -> str:
+        return f"t={self.temperature}|max={self.max_output_tokens}|re={self.reasoning_effort}"
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeCall:
+    """One backend call: the rendered prompt plus the structured task it encodes (for the simulated judge)."""
+
+    kind: CallKind
+    model: str  # the model name without provider prefix
+    system: str
+    prefix: str
+    body: str
+    schema_name: str
+    schema: dict[str, Any]
+    question: str
+    displayed: tuple[str, ...]  # candidate texts in displayed order (labels A, B, … by position)
+    sample: int = 0
+    params: DecodingParams = field(default_factory=DecodingParams)
+    oracle_position: int | None = None  # displayed position of the truly best candidate (sim:oracle only)
+
+    @property
+    def user(self) -> str:
+        return f"{self.prefix}\n\n{self.body}"
+
+
+@dataclass(frozen=True, slots=True)
+class Completion:
+    text: str
+    usage: Usage = field(default_factory=Usage)
+
+
+class BackendError(Exception):
+    kind = "provider_error"
+    status = 502
+
+    def __init__(self, detail: str, *, retry_after: float | None = None, retryable: bool = True) -> None:
+        super().__init__(detail)
+        self.detail = detail
+        self.retry_after = retry_after
+        self.retryable = retryable  # False: retrying cannot help (a 4xx such as a bad key or unknown model)
+
+
+class RateLimited(BackendError):
+    kind = "rate_limited"
+    status = 503
+
+
+class BackendTimeout(BackendError):
+    kind = "timeout"
+    status = 504
+
+
+class ProviderError(BackendError):
+    kind = "provider_error"
+    status = 502
+
+
+class Truncated(BackendError):
+    kind = "truncated"
+    status = 502
+
+
+class Refused(BackendError):
+    kind = "refusal"
+    status = 502
+
+
+class Backend(Protocol):
+    """A judge model reachable by ``provider:model`` strings."""
+
+    provider: str
+
+    async def complete(self, call: JudgeCall) -> Completion:
+        """Answer one call or raise a ``BackendError``."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release clients and pools."""
+        ...

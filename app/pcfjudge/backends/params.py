@@ -1,0 +1,26 @@
+"""Decoding parameters per provider: exactly what each backend sends, since all of it is in the cache key."""
+
+from __future__ import annotations
+
+from pcfjudge.backends.base import DecodingParams
+from pcfjudge.settings import Settings
+
+# Effort levels Anthropic's ``output_config.effort`` accepts; OpenAI's "none"/"minimal" have no Anthropic twin.
+ANTHROPIC_EFFORTS = frozenset({"low", "medium", "high", "xhigh", "max"})
+
+
+def decoding_params(settings: Settings, provider: str) -> DecodingParams:
+    """OpenAI (and sim): temperature unless a reasoning effort is set (reasoning models refuse temperature).
+    Anthropic: no temperature (the SDK no longer has the parameter); effort only when Anthropic accepts it."""
+    effort = settings.reasoning_effort
+    if provider == "anthropic":
+        return DecodingParams(
+            temperature=None,
+            max_output_tokens=settings.max_output_tokens,
+            reasoning_effort=effort if effort in ANTHROPIC_EFFORTS else None,
+        )
+    return DecodingParams(
+        temperature=settings.temperature if effort is None else None,
+        max_output_tokens=settings.max_output_tokens,
+        reasoning_effort=effort,
+    )

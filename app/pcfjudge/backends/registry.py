@@ -1,0 +1,77 @@
+"""Model strings (``provider:model``) to backends, each with its own concurrency limit."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+
+from pcfjudge.backends.base import Backend
+from pcfjudge.backends.factory import build_backends
+from pcfjudge.backends.sim import SimBackend, SimParams
+from pcfjudge.settings import Settings
+
+KNOWN_PROVIDERS = ("openai", "anthropic", "sim")
+SIM_MODELS = ("default", "oracle")
+
+
+class ModelError(ValueError):
+    """A model string the client sent cannot be served; the message says how to fix it."""
+
+
+@dataclass(frozen=True, slots=True)
+class ResolvedModel:
+    provider: str
+    name: str
+    backend: Backend
+    limit: asyncio.Semaphore
+
+    @property
+    def string(self) -> str:
+        return f"{self.provider}:{self.name}"
+
+
+class Registry:
+    """The configured backends; built in the app lifespan, closed with it."""
+
+    def __init__(self, settings: Settings, backends: dict[str, Backend] | None = None) -> None:
+        self.settings = settings
+        self.backends: dict[str, Backend] = dict(build_backends(settings) if backends is None else backends)
+        self.backends.setdefault("sim", SimBackend(sim_params(settings)))
+        self._limits = {name: asyncio.Semaphore(settings.backend_concurrency) for name in self.backends}
+
+    def resolve(self, model: str | None) -> ResolvedModel:
+        model = model or self.settings.resolved_default_model()
+        provider, sep, name = model.partition(":")
+        if not sep or not name:
+            raise ModelError(f"model {model!r} must look like 'provider:model', e.g. 'sim:default' or 'openai:gpt-5.4'")
+        if provider not in KNOWN_PROVIDERS:
+            raise ModelError(f"unknown provider {provider!r}; use one of: {', '.join(KNOWN_PROVIDERS)}")
+        if provider == "sim" and name not in SIM_MODELS:
+            raise ModelError(f"unknown simulated model {name!r}; use sim:default or sim:oracle")
+        backend = self.backends.get(provider)
+        if backend is None:
+            key = "OPENAI_API_KEY" if provider == "openai" else "ANTHROPIC_API_KEY"
+            raise ModelError(f"provider {provider!r} is not configured on this server (set {key}); use sim:default")
+        return ResolvedModel(provider, name, backend, self._limits[provider])
+
+    def describe(self) -> list[str]:
+        return sorted(self.backends)
+
+    def endpoints(self) -> dict[str, str]:
+        """Base URL per real-provider backend (credentials stripped; keys are never shown)."""
+        urls = {name: getattr(backend, "base_url", None) for name, backend in self.backends.items()}
+        return {name: url for name, url in sorted(urls.items()) if isinstance(url, str)}
+
+    async def aclose(self) -> None:
+        for backend in self.backends.values():
+            await backend.aclose()
+
+
+def sim_params(settings: Settings) -> SimParams:
+    return SimParams(
+        seed=settings.sim_seed,
+        position_bias=settings.sim_position_bias,
+        target_accuracy=settings.sim_target_accuracy,
+        latency_ms=settings.sim_latency_ms,
+        fail_rate=settings.sim_fail_rate,
+    )

@@ -1,0 +1,188 @@
+"""The simulated judge (``sim:default``, ``sim:oracle``): production code, deterministic and seeded.
+
+A displayed candidate's score in one run is
+    latent quality(text) + item error(item, text) + position bias(position) + order noise(item, order, text)
+    + sample noise(item, order, sample, text),
+rounded to an integer and clipped to 0–100. The pieces model what the paper observes:
+  * the item error is the same in every order, so some items are wrong however often they are permuted;
+  * the order noise depends on the displayed order, not the sample index, so repeating the canonical order
+    barely helps (paper Table 2), while permuting averages it away together with the position bias;
+  * the sample noise is small, as for a real judge at low temperature.
+``sim:default`` draws latent quality from a hash of the candidate text. ``sim:oracle`` is told which displayed
+candidate is truly best (``JudgeCall.oracle_position``) and gives it a quality margin calibrated so that the
+direct (canonical, K=1) top-1 accuracy lands near ``target_accuracy`` for 4 candidates in random positions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import random
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from pcfjudge.backends.base import Completion, JudgeCall, ProviderError
+from pcfjudge.judging.prompts import LABELS
+from pcfjudge.judging.types import Usage
+
+_HEDGES = re.compile(
+    r"\b(not sure|uncertain|unclear|i don't know|i do not know|no (?:reliable )?evidence|cannot (?:be )?(?:verif|confirm)"
+    r"|can't (?:verif|confirm)|not aware of|may not|unknown|no record)",
+    re.I,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class SimParams:
+    seed: int = 0
+    position_bias: float = 5.0  # points added to the first displayed position, falling linearly to 0 at the last
+    order_sd: float = 6.0
+    item_sd: float = 7.0
+    sample_sd: float = 1.5
+    target_accuracy: float = 0.86  # sim:oracle direct top-1 accuracy target (4 candidates)
+    tie_margin: float = 3.0  # pairwise: |score difference| below this is a tie
+    latency_ms: float = 0.0
+    fail_rate: float = 0.0
+
+
+def _unit(*parts: object) -> random.Random:
+    digest = hashlib.blake2b("\x1f".join(map(str, parts)).encode(), digest_size=8).digest()
+    return random.Random(int.from_bytes(digest, "big"))
+
+
+def _text_id(text: str) -> str:
+    return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
+
+
+@lru_cache(maxsize=64)
+def oracle_gap(target: float, noise_sd: float, position_bias: float, n: int = 4) -> float:
+    """The quality margin of the best candidate that gives direct top-1 accuracy ≈ ``target``.
+
+    Bisection over a fixed-seed Monte Carlo (common random numbers, so accuracy is monotone in the gap).
+    """
+    rng = random.Random(12345)
+    trials = [
+        (rng.randrange(n), [rng.random() * 15 for _ in range(n)], [rng.gauss(0, noise_sd) for _ in range(n)])
+        for _ in range(3000)
+    ]
+
+    def accuracy(gap: float) -> float:
+        hits = 0.0
+        for best, spread, noise in trials:
+            scores = [
+                (70.0 if c == best else 70.0 - gap - spread[c]) + noise[c] + position_bias * (n - 1 - c) / (n - 1)
+                for c in range(n)
+            ]
+            rounded = [round(s) for s in scores]
+            top = max(rounded)
+            tops = [c for c in range(n) if rounded[c] >= top - 0.5]
+            hits += (best in tops) / len(tops)
+        return hits / len(trials)
+
+    lo, hi = -20.0, 60.0
+    for _ in range(30):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if accuracy(mid) < target else (lo, mid)
+    return (lo + hi) / 2
+
+
+class SimJudge:
+    """Deterministic judgments for listwise, pairwise and keyed calls."""
+
+    def __init__(self, params: SimParams, *, oracle: bool = False) -> None:
+        self.params = params
+        self.oracle = oracle
+
+    def scores(self, call: JudgeCall, *, bias_scale: float = 1.0, order_scale: float = 1.0) -> list[float]:
+        p = self.params
+        texts = call.displayed
+        n = len(texts)
+        ids = [_text_id(t) for t in texts]
+        item = _text_id(call.question + "\x1e" + "\x1e".join(sorted(ids)))
+        order = ",".join(ids)
+        quality = self._quality(call, ids, item)
+        out = []
+        for pos, tid in enumerate(ids):
+            bias = p.position_bias * bias_scale * ((n - 1 - pos) / (n - 1) if n > 1 else 0.0)
+            value = (
+                quality[pos]
+                + _unit(p.seed, "item", item, tid).gauss(0, p.item_sd)
+                + bias
+                + _unit(p.seed, "order", call.kind, item, order, tid).gauss(0, p.order_sd * order_scale)
+                + _unit(p.seed, "sample", call.kind, item, order, call.sample, tid).gauss(0, p.sample_sd)
+            )
+            out.append(float(min(100, max(0, round(value)))))
+        return out
+
+    def _quality(self, call: JudgeCall, ids: list[str], item: str) -> list[float]:
+        if not self.oracle or call.oracle_position is None:
+            return [30.0 + 50.0 * _unit(self.params.seed, "quality", tid).random() for tid in ids]
+        noise = (self.params.item_sd**2 + self.params.order_sd**2 + self.params.sample_sd**2) ** 0.5
+        gap = oracle_gap(self.params.target_accuracy, noise, self.params.position_bias)
+        return [
+            70.0 if pos == call.oracle_position else 70.0 - gap - 15.0 * _unit(item, "spread", tid).random()
+            for pos, tid in enumerate(ids)
+        ]
+
+    def answer(self, call: JudgeCall) -> dict[str, Any]:
+        if call.kind == "listwise":
+            return self._listwise(call)
+        keyed = call.kind == "keyed"
+        # A keyed pass solves the question first: far less swayed by order, but its own noise remains.
+        a, b = self.scores(call, bias_scale=0.2 if keyed else 1.0, order_scale=0.5 if keyed else 1.0)
+        verdict = "tie" if abs(a - b) < self.params.tie_margin else ("A" if a > b else "B")
+        out: dict[str, Any] = {
+            "rationale": f"Simulated: A scored {a:.0f}, B scored {b:.0f}.",
+            "verdict": verdict,
+        }
+        if keyed:
+            out = {"resolved_answer": f"Simulated resolution of: {call.question[:80]}", **out}
+        return out
+
+    def _listwise(self, call: JudgeCall) -> dict[str, Any]:
+        scores = self.scores(call)
+        labels = LABELS[: len(scores)]
+        entries = []
+        for label, text, score in zip(labels, call.displayed, scores, strict=True):
+            entries.append(
+                {
+                    "label": label,
+                    "score": score,
+                    "rationale": f"Simulated judgment (latent quality plus order effects): {score:.0f}/100.",
+                    "major_error": score < 35,
+                    "hallucinated_specificity": score < 60 and _unit(text, "halluc").random() < 0.3,
+                    "calibrated_uncertainty": bool(_HEDGES.search(text)),
+                }
+            )
+        # Ties in score are ranked by displayed position: another (realistic) source of order bias.
+        ranking = [labels[i] for i in sorted(range(len(scores)), key=lambda i: (-scores[i], i))]
+        return {"candidates": entries, "ranking": ranking}
+
+
+class SimBackend:
+    """The simulated judge behind the ``Backend`` interface, with settable latency and failure rate."""
+
+    provider = "sim"
+
+    def __init__(self, params: SimParams) -> None:
+        self.params = params
+        self._judges = {"default": SimJudge(params), "oracle": SimJudge(params, oracle=True)}
+        self._failures = random.Random()
+
+    def judge_for(self, model: str) -> SimJudge:
+        return self._judges["oracle" if model == "oracle" else "default"]
+
+    async def complete(self, call: JudgeCall) -> Completion:
+        if self.params.latency_ms > 0:
+            await asyncio.sleep(self.params.latency_ms / 1000 * (0.5 + self._failures.random()))
+        if self.params.fail_rate > 0 and self._failures.random() < self.params.fail_rate:
+            raise ProviderError("simulated backend failure")
+        text = json.dumps(self.judge_for(call.model).answer(call))
+        usage = Usage(input_tokens=(len(call.system) + len(call.user)) // 4, output_tokens=len(text) // 4)
+        return Completion(text=text, usage=usage)
+
+    async def aclose(self) -> None:
+        return None

@@ -1,0 +1,31 @@
+"""Pick the cache from settings: the in-process LRU by default, memory in front of Redis with ``PCFJ_REDIS_URL``."""
+
+from __future__ import annotations
+
+from pcfjudge.cache.base import Cache
+from pcfjudge.cache.memory import MemoryCache
+from pcfjudge.observe import NOOP, Observer
+from pcfjudge.settings import Settings
+
+
+def build_cache(settings: Settings, observer: Observer = NOOP) -> Cache:
+    if not settings.redis_url:
+        return MemoryCache(settings.cache_max_entries, settings.cache_ttl_s, observer=observer)
+    from pcfjudge.cache.layered import LayeredCache
+    from pcfjudge.cache.redis_cache import RedisCache
+    from pcfjudge.cache.redis_client import connect
+
+    client = connect(
+        settings.redis_url, timeout_s=settings.redis_timeout_s, connect_timeout_s=settings.redis_connect_timeout_s
+    )
+    shared = RedisCache(
+        client,
+        ttl_s=settings.cache_ttl_s,
+        op_timeout_s=settings.redis_timeout_s + settings.redis_connect_timeout_s,
+        lock_ttl_s=settings.redis_lock_ttl_s,
+        breaker_failures=settings.redis_breaker_failures,
+        breaker_cooldown_s=settings.redis_breaker_cooldown_s,
+        observer=observer,
+    )
+    front_ttl = min(settings.cache_front_ttl_s, settings.cache_ttl_s)
+    return LayeredCache(MemoryCache(settings.cache_max_entries, front_ttl, observer=observer), shared)

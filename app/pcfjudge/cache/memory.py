@@ -1,0 +1,68 @@
+"""In-process cache: a bounded LRU with a TTL per entry. The embedded default when no Redis is configured."""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from pcfjudge.cache.base import CacheValue, LayerStats
+from pcfjudge.observe import NOOP, Observer
+
+__all__ = ["CacheValue", "MemoryCache"]
+
+
+class MemoryCache:
+    """Bounded LRU with TTL; values are JSON-like dicts (never failed runs)."""
+
+    layer = "memory"
+
+    def __init__(
+        self,
+        max_entries: int = 100_000,
+        ttl_seconds: float = 7 * 86400,
+        clock: Callable[[], float] = time.monotonic,
+        observer: Observer = NOOP,
+    ) -> None:
+        self.max_entries = max_entries
+        self.ttl = ttl_seconds
+        self._clock = clock
+        self._data: OrderedDict[str, tuple[float, CacheValue]] = OrderedDict()
+        self.observer = observer
+        self.stats = LayerStats()
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    async def get_many(self, keys: Sequence[str]) -> list[CacheValue | None]:
+        now = self._clock()
+        out: list[CacheValue | None] = []
+        for key in keys:
+            hit = self._data.get(key)
+            if hit is None or hit[0] <= now:
+                if hit is not None:
+                    del self._data[key]
+                out.append(None)
+                continue
+            self._data.move_to_end(key)
+            out.append(hit[1])
+        hits = sum(v is not None for v in out)
+        self.stats.record(self.observer, self.layer, hits=hits, misses=len(out) - hits)
+        return out
+
+    async def set(self, key: str, value: CacheValue) -> None:
+        self._data[key] = (self._clock() + self.ttl, value)
+        self._data.move_to_end(key)
+        while len(self._data) > self.max_entries:
+            self._data.popitem(last=False)
+
+    async def delete(self, keys: Sequence[str]) -> None:
+        for key in keys:
+            self._data.pop(key, None)
+
+    async def status(self) -> dict[str, Any]:
+        return {"layer": self.layer, "status": "ok", "entries": len(self._data)}
+
+    async def aclose(self) -> None:
+        self._data.clear()

@@ -1,0 +1,59 @@
+"""``pcfjudge eval judgebench``: load pairs, collect (or resume) the logged APOCJudge passes, write the report."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from pcfjudge.eval import jb_collect as jb
+from pcfjudge.eval.harness import check_common, check_manifest, collect, command_line, fail, run_logged
+from pcfjudge.eval.jb_report import JbMeta, build_summary, render_markdown, write_report
+from pcfjudge.eval.loaders import load_judgebench
+from pcfjudge.eval.progress import missing_eval_extra
+from pcfjudge.eval.runlog import LOG_NAME, RunLog
+from pcfjudge.settings import Settings
+
+OPTIONS = ("data", "model", "limit", "out", "server", "concurrency")
+
+
+def run_judgebench(args: argparse.Namespace) -> int:
+    if (problem := missing_eval_extra() or check_common(args)) is not None:
+        return fail(problem)
+    try:
+        pairs = load_judgebench(Path(args.data), limit=args.limit)
+    except (OSError, ValueError) as exc:
+        return fail(str(exc))
+    if not pairs:
+        return fail(f"no pairs in {args.data}")
+    out = Path(args.out)
+    if (clash := check_manifest(out, {"benchmark": "judgebench", "model": args.model})) is not None:
+        return fail(clash)
+    settings = Settings()
+    log = RunLog.open(out / LOG_NAME)
+
+    async def work() -> int:
+        return await collect(
+            settings,
+            args,
+            desc="judgebench",
+            estimate=lambda: jb.estimate(pairs, log, settings.max_output_tokens),
+            total=lambda: jb.missing_runs(pairs, log),
+            inprocess=lambda services, progress: jb.collect_inprocess(
+                pairs, args.model, log, services, progress, concurrency=args.concurrency, timeout_s=args.timeout
+            ),
+            server=lambda client, progress: jb.collect_server(
+                pairs, args.model, log, client, progress, concurrency=args.concurrency
+            ),
+        )
+
+    if (code := run_logged(log, work)) is not None:
+        return code
+    meta = JbMeta(args.model, args.data, command_line(["eval", "judgebench"], args, OPTIONS))
+    try:
+        summary = build_summary(out, log.lines, meta, [pair.pair_id for pair in pairs])
+    except ValueError as exc:
+        return fail(f"{exc}; rerun the same command to finish the runs", 1)
+    paths = write_report(out, summary)
+    print(render_markdown(summary).split("## Per source")[0].rstrip())
+    print("\nwrote " + ", ".join(str(p) for p in paths))
+    return 0

@@ -1,0 +1,79 @@
+"""``pcfjudge eval rewardbench2``: load items, collect (or resume) the logged runs, write the report."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from pcfjudge.eval import rb2_collect as rb2
+from pcfjudge.eval.harness import check_common, check_manifest, collect, command_line, fail, parse_ks, run_logged
+from pcfjudge.eval.loaders import FactualityItem, load_rewardbench2, load_rewardbench2_hub
+from pcfjudge.eval.progress import missing_eval_extra
+from pcfjudge.eval.rb2_report import Rb2Meta, build_summary, render_markdown, write_report
+from pcfjudge.eval.runlog import LOG_NAME, RunLog
+from pcfjudge.eval.synthetic import PREFIX, load_synthetic
+from pcfjudge.settings import Settings
+
+OPTIONS = ("data", "model", "k", "executions", "limit", "seed", "schedule-seed", "out", "server", "concurrency")
+
+
+def _load(args: argparse.Namespace) -> list[FactualityItem]:
+    if args.data == "hub":
+        return load_rewardbench2_hub(seed=args.seed, limit=args.limit)
+    if args.data.startswith(PREFIX):
+        return load_synthetic(args.data, seed=args.seed, limit=args.limit)
+    return load_rewardbench2(Path(args.data), seed=args.seed, limit=args.limit)
+
+
+def run_rewardbench2(args: argparse.Namespace) -> int:
+    if (problem := missing_eval_extra() or check_common(args)) is not None:
+        return fail(problem)
+    try:
+        ks = parse_ks(args.k)
+        if args.executions < 1:
+            raise ValueError("--executions must be at least 1")
+        items = _load(args)
+    except (OSError, ValueError, RuntimeError) as exc:
+        return fail(str(exc))
+    if not items:
+        return fail(f"no Factuality items in {args.data}")
+    out = Path(args.out)
+    manifest = {
+        "benchmark": "rewardbench2",
+        "model": args.model,
+        "seed": args.seed,
+        "schedule_seed": args.schedule_seed,
+    }
+    if (clash := check_manifest(out, manifest)) is not None:
+        return fail(clash)
+    plan = rb2.Rb2Plan(args.model, max(ks), args.executions, args.schedule_seed)
+    settings = Settings()
+    log = RunLog.open(out / LOG_NAME)
+
+    async def work() -> int:
+        return await collect(
+            settings,
+            args,
+            desc="rewardbench2",
+            estimate=lambda: rb2.estimate(items, plan, log, settings.max_output_tokens),
+            total=lambda: rb2.missing_runs(items, plan, log),
+            inprocess=lambda services, progress: rb2.collect_inprocess(
+                items, plan, log, services, progress, concurrency=args.concurrency, timeout_s=args.timeout
+            ),
+            server=lambda client, progress: rb2.collect_server(
+                items, plan, log, client, progress, concurrency=args.concurrency
+            ),
+        )
+
+    if (code := run_logged(log, work)) is not None:
+        return code
+    command = command_line(["eval", "rewardbench2"], args, OPTIONS)
+    meta = Rb2Meta(args.model, args.data, ks, args.executions, args.seed, args.schedule_seed, command)
+    try:
+        summary = build_summary(log.lines, meta, [item.item_id for item in items])
+    except ValueError as exc:
+        return fail(f"{exc}; rerun the same command to finish the runs", 1)
+    paths = write_report(out, summary)
+    print(render_markdown(summary).split("## Table 2")[0].rstrip())
+    print("\nwrote " + ", ".join(str(p) for p in paths))
+    return 0

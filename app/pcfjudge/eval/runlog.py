@@ -1,0 +1,157 @@
+"""The append-only run log (``DIR/runs.jsonl``) every evaluation number is computed from.
+
+One JSON line per raw judge run, written and flushed as the run finishes, so a crash or Ctrl-C loses nothing
+that finished. A line is keyed by (item, protocol, execution, index); rerunning reads the log first and only
+asks for keys that have no successful line yet (failed runs are logged too and retried on the next run; the
+analysis uses the last successful line of a key). A torn final line from a crash is skipped and reported.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+from pcfjudge.judging.types import CandidateJudgment, RunJudgments, Usage
+
+LOG_NAME = "runs.jsonl"
+RunKey = tuple[str, str, int, int]  # item, protocol, execution, index
+ReplayKey = tuple[str, str, int, tuple[str, ...]]  # item, call kind, sample, displayed order of ids
+
+
+def run_key(line: Mapping[str, Any]) -> RunKey:
+    return (str(line["item"]), str(line["protocol"]), int(line["execution"]), int(line["index"]))
+
+
+def judgments_to_json(run: RunJudgments) -> dict[str, dict[str, Any]]:
+    return {
+        cid: {
+            "score": j.score,
+            "rank": j.rank,
+            "major_error": j.major_error,
+            "hallucinated_specificity": j.hallucinated_specificity,
+            "calibrated_uncertainty": j.calibrated_uncertainty,
+            "rationale": j.rationale,
+        }
+        for cid, j in run.judgments.items()
+    }
+
+
+def judgments_from_json(data: Mapping[str, Mapping[str, Any]], rank_source: str | None) -> RunJudgments:
+    """Rebuild a run's judgments from its log line (inverse of ``judgments_to_json``)."""
+    judgments = {
+        cid: CandidateJudgment(
+            score=float(j["score"]),
+            rank=float(j["rank"]),
+            major_error=bool(j["major_error"]),
+            hallucinated_specificity=bool(j["hallucinated_specificity"]),
+            calibrated_uncertainty=bool(j["calibrated_uncertainty"]),
+            rationale=str(j.get("rationale", "")),
+        )
+        for cid, j in data.items()
+    }
+    return RunJudgments(judgments, "scores" if rank_source == "scores" else "judge")
+
+
+def usage_json(usage: Usage) -> dict[str, int]:
+    return {
+        "input_tokens": usage.input_tokens,
+        "output_tokens": usage.output_tokens,
+        "cached_tokens": usage.cached_tokens,
+    }
+
+
+def read_lines(path: Path) -> tuple[list[dict[str, Any]], int]:
+    """All parseable log lines and the number of torn/invalid lines skipped (a crash can tear the last one)."""
+    if not path.exists():
+        return [], 0
+    lines: list[dict[str, Any]] = []
+    skipped = 0
+    with path.open(encoding="utf-8") as handle:
+        for raw in handle:
+            if not raw.strip():
+                continue
+            try:
+                record = json.loads(raw)
+            except json.JSONDecodeError:
+                skipped += 1
+                continue
+            if isinstance(record, dict) and {"item", "protocol", "execution", "index"} <= record.keys():
+                lines.append(record)
+            else:
+                skipped += 1
+    return lines, skipped
+
+
+@dataclass
+class RunLog:
+    """The log of one output directory: what is done, what can be replayed, and an appender."""
+
+    path: Path
+    lines: list[dict[str, Any]] = field(default_factory=list)
+    skipped: int = 0
+    done: set[RunKey] = field(default_factory=set)
+    replay: dict[ReplayKey, dict[str, Any]] = field(default_factory=dict)
+    latest: dict[RunKey, dict[str, Any]] = field(default_factory=dict)  # as ``latest_success``
+    _handle: TextIO | None = None
+
+    @classmethod
+    def open(cls, path: Path) -> RunLog:
+        log = cls(path)
+        log.lines, log.skipped = read_lines(path)
+        for line in log.lines:
+            log._index(line)
+        return log
+
+    def _index(self, line: dict[str, Any]) -> None:
+        key = run_key(line)
+        if line.get("error") is None or self.latest.get(key, {}).get("error", "missing") is not None:
+            self.latest[key] = line
+        if line.get("error") is None:
+            self.done.add(run_key(line))
+            answer = line.get("answer")
+            if isinstance(answer, dict):
+                kind = str(line.get("kind", "listwise"))
+                order = tuple(str(cid) for cid in line["order"])
+                self.replay[(str(line["item"]), kind, int(line["sample"]), order)] = answer
+
+    def append(self, line: dict[str, Any]) -> None:
+        """Write one line and flush it now; a line for a key already done is dropped (never duplicated)."""
+        if line.get("error") is None and run_key(line) in self.done:
+            return
+        if self._handle is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            torn = self.path.exists() and self.path.stat().st_size > 0 and not _ends_with_newline(self.path)
+            self._handle = self.path.open("a", encoding="utf-8")
+            if torn:
+                self._handle.write("\n")  # keep a torn last line from swallowing this one
+        self._handle.write(json.dumps(line, ensure_ascii=False, sort_keys=True) + "\n")
+        self._handle.flush()
+        self.lines.append(line)
+        self._index(line)
+
+    def close(self) -> None:
+        if self._handle is not None:
+            self._handle.close()
+            self._handle = None
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        return iter(self.lines)
+
+
+def _ends_with_newline(path: Path) -> bool:
+    with path.open("rb") as handle:
+        handle.seek(-1, 2)
+        return handle.read(1) == b"\n"
+
+
+def latest_success(lines: Iterable[Mapping[str, Any]]) -> dict[RunKey, Mapping[str, Any]]:
+    """Per key, the last successful line; keys whose every line failed map to their last failed line."""
+    out: dict[RunKey, Mapping[str, Any]] = {}
+    for line in lines:
+        key = run_key(line)
+        if line.get("error") is None or key not in out or out[key].get("error") is not None:
+            out[key] = line
+    return out

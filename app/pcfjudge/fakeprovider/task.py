@@ -1,0 +1,86 @@
+"""Recover the judging task from a rendered prompt and answer it with the simulated judge (optionally broken).
+
+The task is read back with ``read_blocks`` (QUESTION, then CANDIDATE <label> blocks for listwise or RESPONSE A /
+RESPONSE B for pairwise and keyed prompts); the kind comes from the schema or tool name. Without one (JSON mode or
+prompt-only JSON) it is guessed from the blocks: candidates → listwise; two responses → keyed when the prompt asks
+for a resolved_answer, else pairwise. The sample index is unknown on the wire, so answers use sample 0.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from typing import Any
+
+from pcfjudge.backends.base import CallKind, JudgeCall
+from pcfjudge.backends.sim import SimJudge, SimParams
+from pcfjudge.judging.prompts import read_blocks
+
+KINDS: dict[str, CallKind] = {
+    "listwise_judgment": "listwise",
+    "pairwise_judgment": "pairwise",
+    "keyed_judgment": "keyed",
+}
+_QUESTION_END = re.compile(r"<<<END QUESTION [0-9a-f]{16}>>>")
+
+
+def recover(system: str, user: str, schema_name: str | None) -> JudgeCall | None:
+    """The call a prompt encodes, or None when it holds no recognisable task."""
+    blocks = read_blocks(user)
+    question = next((text for kind, text in blocks if kind == "QUESTION"), None)
+    candidates = [text for kind, text in blocks if kind.startswith("CANDIDATE ")]
+    responses = [text for kind, text in blocks if kind in ("RESPONSE A", "RESPONSE B")]
+    kind = KINDS.get(schema_name or "")
+    if kind is None:
+        kind = "listwise" if candidates else ("keyed" if "resolved_answer" in user else "pairwise")
+    displayed = candidates if kind == "listwise" else responses
+    if question is None or len(displayed) < 2 or (kind != "listwise" and len(displayed) != 2):
+        return None
+    return JudgeCall(
+        kind=kind,
+        model="default",
+        system=system,
+        prefix="",
+        body="",
+        schema_name=schema_name or "",
+        schema={},
+        question=question,
+        displayed=tuple(displayed),
+    )
+
+
+def answer(call: JudgeCall, seed: int, fault: str | None) -> dict[str, Any]:
+    """The simulated judge's answer, with ``wrong_labels`` / ``missing_label`` faults applied."""
+    out = SimJudge(SimParams(seed=seed)).answer(call)
+    if call.kind == "listwise":
+        if fault == "wrong_labels":
+            out["candidates"][0]["label"] = "Z"
+        elif fault == "missing_label":
+            dropped = out["candidates"].pop()["label"]
+            out["ranking"] = [label for label in out["ranking"] if label != dropped]
+    elif fault == "wrong_labels":
+        out["verdict"] = "C"
+    elif fault == "missing_label":
+        out.pop("verdict")
+    return out
+
+
+def broken_json(data: dict[str, Any]) -> str:
+    """Chatty, unparsable text around the answer (the ``bad_json`` fault)."""
+    return f"Sure! Here is my judgment: {json.dumps(data)[:-1]} -- hope this helps."
+
+
+def question_prefix(user: str) -> str:
+    """The user text up to the end of the QUESTION block: the part all permutations of one request share."""
+    match = _QUESTION_END.search(user)
+    return user[: match.end()] if match else ""
+
+
+def digest(*parts: object) -> str:
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def tokens(text: str) -> int:
+    """A rough token count (4 characters a token), at least 1 for non-empty text."""
+    return (len(text) + 3) // 4

@@ -1,0 +1,228 @@
+"""Run a request's backend calls: cache lookup, in-process single flight, bounded retries, one deadline.
+
+The one failure policy of the service lives here (SDK retries are off):
+  * rate limits, overload, timeouts and provider errors are retried up to ``max_retries`` times with jittered
+    exponential backoff that honours ``Retry-After``, never past the request deadline;
+  * an answer that cannot be used (invalid JSON, wrong labels, truncated) is retried once, then the run fails;
+  * refusals are not retried;
+  * successful answers are cached; failures never are.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any, Literal, Protocol
+
+from pcfjudge.backends.base import BackendError, BackendTimeout, JudgeCall, Refused, Truncated
+from pcfjudge.backends.registry import ResolvedModel
+from pcfjudge.cache.flight import SharedFlight
+from pcfjudge.cache.memory import CacheValue
+from pcfjudge.judging.parse import OutputError
+from pcfjudge.judging.types import Usage
+from pcfjudge.observe import NOOP, Observer
+
+CacheMode = Literal["use", "refresh", "bypass"]
+Validator = Callable[[str], dict[str, Any]]
+
+
+@dataclass(frozen=True, slots=True)
+class CallSpec:
+    key: str
+    call: JudgeCall
+    validate: Validator
+    prompt_version: str
+
+
+@dataclass(slots=True)
+class CallOutcome:
+    answer: dict[str, Any] | None = None
+    error: str | None = None
+    detail: str | None = None
+    cached: bool = False
+    latency_ms: float = 0.0
+    usage: Usage = field(default_factory=Usage)
+    retry_after: float | None = None
+    status: int | None = None  # HTTP status the failure maps to (502/503/504)
+
+    @property
+    def error_text(self) -> str:
+        """The run error as recorded in responses and logs: ``kind: detail``."""
+        kind = self.error or "error"
+        return f"{kind}: {self.detail}" if self.detail else kind
+
+
+class CallCache(Protocol):
+    """What the runner needs of a cache (memory, Redis, or both layered)."""
+
+    async def get_many(self, keys: Sequence[str]) -> list[CacheValue | None]: ...
+
+    async def set(self, key: str, value: CacheValue) -> None: ...
+
+
+class Runner:
+    def __init__(
+        self,
+        cache: CallCache,
+        *,
+        max_retries: int = 2,
+        retry_base_s: float = 0.5,
+        retry_max_s: float = 20.0,
+        observer: Observer = NOOP,
+    ) -> None:
+        self.cache = cache
+        self.max_retries = max_retries
+        self.retry_base_s = retry_base_s
+        self.retry_max_s = retry_max_s
+        self.observer = observer
+        self._inflight: dict[str, asyncio.Task[CallOutcome]] = {}
+        self._jitter = random.Random()
+
+    async def run(
+        self,
+        specs: Sequence[CallSpec],
+        model: ResolvedModel,
+        *,
+        deadline: float,
+        cache_mode: CacheMode = "use",
+    ) -> list[CallOutcome]:
+        """Outcomes in the order of ``specs``; ``deadline`` is a ``loop.time()`` instant."""
+        outcomes: list[CallOutcome | None] = [None] * len(specs)
+        if cache_mode == "use" and specs:
+            hits = await self.cache.get_many([s.key for s in specs])
+            for i, hit in enumerate(hits):
+                if hit is not None:
+                    outcomes[i] = CallOutcome(answer=hit["answer"], cached=True)
+        pending = {i: self._shared(specs[i], model, deadline, cache_mode) for i, o in enumerate(outcomes) if o is None}
+        if pending:
+            loop = asyncio.get_running_loop()
+            # Shielded: a task shared with other requests keeps running (and fills the cache) past our deadline.
+            await asyncio.wait([asyncio.shield(t) for t in pending.values()], timeout=max(0.0, deadline - loop.time()))
+            for i, task in pending.items():
+                if task.done() and not task.cancelled():
+                    outcomes[i] = task.result()
+                else:
+                    outcomes[i] = _failure(BackendTimeout("request deadline passed before the call finished"), 0.0)
+        return [o for o in outcomes if o is not None]  # every slot is filled above
+
+    def _shared(
+        self, spec: CallSpec, model: ResolvedModel, deadline: float, cache_mode: CacheMode
+    ) -> asyncio.Task[CallOutcome]:
+        """One task per key in flight: identical concurrent calls in this process are made once."""
+        if cache_mode != "bypass" and (task := self._inflight.get(spec.key)) is not None:
+            self.observer.single_flight_wait()
+            return task
+        task = asyncio.create_task(self._call_once(spec, model, deadline, cache_mode))
+        if cache_mode != "bypass":
+            self._inflight[spec.key] = task
+            task.add_done_callback(partial(self._forget, spec.key))
+        return task
+
+    def _forget(self, key: str, _task: asyncio.Task[CallOutcome]) -> None:
+        self._inflight.pop(key, None)
+
+    async def _call_once(
+        self, spec: CallSpec, model: ResolvedModel, deadline: float, cache_mode: CacheMode
+    ) -> CallOutcome:
+        """Across replicas (shared cache only): one holder of the key's lock calls; the others take its answer."""
+        if cache_mode == "bypass" or not isinstance(self.cache, SharedFlight):
+            return await self._call(spec, model, deadline, cache_mode)
+        started = time.perf_counter()
+        claim = await self.cache.claim(spec.key, deadline, fresh=cache_mode == "refresh")
+        if claim.value is not None:
+            return CallOutcome(answer=claim.value["answer"], cached=True, latency_ms=_ms(started))
+        try:
+            return await self._call(spec, model, deadline, cache_mode)
+        finally:
+            await claim.release()
+
+    async def _call(self, spec: CallSpec, model: ResolvedModel, deadline: float, cache_mode: CacheMode) -> CallOutcome:
+        loop = asyncio.get_running_loop()
+        started = time.perf_counter()
+        usage = Usage()
+        attempt = 0
+        output_retried = False
+        while True:
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return _failure(BackendTimeout("request deadline passed"), started, usage)
+            call_started = time.perf_counter()
+            try:
+                async with model.limit:
+                    async with asyncio.timeout(remaining):
+                        completion = await model.backend.complete(spec.call)
+                usage = usage + completion.usage
+                answer = spec.validate(completion.text)
+            except TimeoutError:
+                exc: BackendError | OutputError = BackendTimeout(
+                    f"no answer within the request deadline ({remaining:.1f}s)"
+                )
+            except (BackendError, OutputError) as err:
+                exc = err
+            else:
+                self.observer.backend_call(model, "ok", time.perf_counter() - call_started, completion.usage)
+                if cache_mode != "bypass":
+                    value = {
+                        "answer": answer,
+                        "usage": _usage_dict(usage),
+                        "prompt_version": spec.prompt_version,
+                        "model": model.string,
+                    }
+                    await self.cache.set(spec.key, value)
+                return CallOutcome(answer=answer, latency_ms=_ms(started), usage=usage)
+            kind = exc.kind if isinstance(exc, BackendError) else "parse_error"
+            self.observer.backend_call(model, kind, time.perf_counter() - call_started, None)
+            if isinstance(exc, OutputError | Truncated):
+                if output_retried:
+                    return _failure(exc, started, usage)
+                output_retried = True
+                self.observer.retry(model, kind)
+                continue
+            if isinstance(exc, Refused) or not exc.retryable or attempt >= self.max_retries:
+                return _failure(exc, started, usage)
+            attempt += 1
+            delay = self._backoff(attempt, exc.retry_after)
+            if loop.time() + delay >= deadline:
+                return _failure(exc, started, usage)
+            self.observer.retry(model, kind)
+            await asyncio.sleep(delay)
+
+    def _backoff(self, attempt: int, retry_after: float | None) -> float:
+        base = min(self.retry_max_s, self.retry_base_s * 2.0 ** (attempt - 1))
+        delay = base * (0.5 + self._jitter.random() / 2)
+        return max(delay, retry_after) if retry_after is not None else delay
+
+    async def aclose(self) -> None:
+        for task in list(self._inflight.values()):
+            task.cancel()
+
+
+def _ms(started: float) -> float:
+    return round((time.perf_counter() - started) * 1000, 3) if started else 0.0
+
+
+def _usage_dict(usage: Usage) -> dict[str, int]:
+    return {
+        "input_tokens": usage.input_tokens,
+        "output_tokens": usage.output_tokens,
+        "cached_tokens": usage.cached_tokens,
+    }
+
+
+def _failure(exc: BackendError | OutputError, started: float, usage: Usage | None = None) -> CallOutcome:
+    if isinstance(exc, OutputError):
+        return CallOutcome(
+            error=exc.kind, detail=exc.detail, latency_ms=_ms(started), usage=usage or Usage(), status=502
+        )
+    return CallOutcome(
+        error=exc.kind,
+        detail=exc.detail,
+        latency_ms=_ms(started),
+        usage=usage or Usage(),
+        retry_after=exc.retry_after,
+        status=exc.status,
+    )

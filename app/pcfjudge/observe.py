@@ -1,0 +1,45 @@
+"""Hooks through which the judging layer reports what it did; the metrics module implements them."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from pcfjudge.backends.registry import ResolvedModel
+    from pcfjudge.judging.types import Usage
+
+
+class Observer(Protocol):
+    def backend_call(self, model: ResolvedModel, outcome: str, seconds: float, usage: Usage | None) -> None: ...
+
+    def retry(self, model: ResolvedModel, kind: str) -> None: ...
+
+    def single_flight_wait(self) -> None: ...
+
+    def cache_lookup(self, layer: str, result: str, n: int) -> None:
+        """``n`` key lookups in ``layer`` ("memory" | "redis") ended as ``result`` ("hit" | "miss" | "error")."""
+        ...
+
+    def cache_breaker(self, state: str) -> None:
+        """The Redis circuit breaker moved to ``state`` ("closed" | "open" | "half_open")."""
+        ...
+
+
+class _Noop:
+    def backend_call(self, model: ResolvedModel, outcome: str, seconds: float, usage: Usage | None) -> None:
+        return None
+
+    def retry(self, model: ResolvedModel, kind: str) -> None:
+        return None
+
+    def single_flight_wait(self) -> None:
+        return None
+
+    def cache_lookup(self, layer: str, result: str, n: int) -> None:
+        return None
+
+    def cache_breaker(self, state: str) -> None:
+        return None
+
+
+NOOP: Observer = _Noop()

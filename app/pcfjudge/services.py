@@ -1,0 +1,60 @@
+"""Everything a request needs, built once from settings and closed once: the HTTP app, the eval harness and
+batch callers all judge through one ``Services`` (one code path)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pcfjudge.backends.base import DecodingParams
+from pcfjudge.backends.params import decoding_params
+from pcfjudge.backends.registry import Registry
+from pcfjudge.cache.base import Cache
+from pcfjudge.cache.build import build_cache
+from pcfjudge.judging.runner import Runner
+from pcfjudge.metrics import Metrics
+from pcfjudge.settings import Settings
+
+
+@dataclass
+class Services:
+    settings: Settings
+    registry: Registry
+    cache: Cache
+    runner: Runner
+    metrics: Metrics
+
+    @classmethod
+    def build(cls, settings: Settings) -> Services:
+        metrics = Metrics(known_models(settings))
+        cache = build_cache(settings, metrics)  # in-process LRU; memory in front of Redis with PCFJ_REDIS_URL
+        registry = Registry(settings)
+        runner = Runner(
+            cache,
+            max_retries=settings.max_retries,
+            retry_base_s=settings.retry_base_s,
+            retry_max_s=settings.retry_max_s,
+            observer=metrics,
+        )
+        return cls(settings=settings, registry=registry, cache=cache, runner=runner, metrics=metrics)
+
+    def decoding_params(self, provider: str) -> DecodingParams:
+        """Decoding parameters for a provider's calls (the simulated judge ignores them but they key its cache)."""
+        return decoding_params(self.settings, provider)
+
+    async def aclose(self) -> None:
+        """Close the runner, backends and cache, in that order."""
+        await self.runner.aclose()
+        await self.registry.aclose()
+        await self.cache.aclose()
+
+
+def known_models(settings: Settings) -> list[str]:
+    """Model strings that get their own metrics label (from configuration; anything else is "other")."""
+    return [
+        settings.resolved_default_model(),
+        "sim:default",
+        "sim:oracle",
+        f"openai:{settings.openai_default_model}",
+        f"anthropic:{settings.anthropic_default_model}",
+        *settings.metrics_models,
+    ]
