@@ -1,38 +1,40 @@
-"""Shared fixtures: an in-process app client on embedded defaults (sim judge, in-process cache)."""
+"""Shared fixtures, built on ``tests/helpers.py``:
+
+- ``client`` / ``make_client``: an in-process app client on embedded defaults (sim judge, in-process cache), or a
+  factory taking ``Settings``;
+- ``fake``: the fake provider (one per module, uvicorn in a thread), reset before each test; a module changes its
+  configuration by overriding the module-scoped ``fake_config`` fixture;
+- ``serve_url``: ``pcfjudge serve`` on embedded defaults as a subprocess (one per module), its base URL;
+- ``redis_server``: a fresh private redis-server per test.
+"""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+import os
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 
 import httpx
 import pytest
-from asgi_lifespan import LifespanManager
-from pcfjudge.api.app import create_app
-from pcfjudge.settings import Settings
+from pcfjudge.fakeprovider.state import FakeConfig
 
-ClientFactory = Callable[..., AbstractAsyncContextManager[httpx.AsyncClient]]
-
-pytest_plugins = ["tests.redis_server"]  # the ``redis_server`` fixture: a private redis-server per test
-
-
-@asynccontextmanager
-async def app_client(settings: Settings | None = None) -> AsyncIterator[httpx.AsyncClient]:
-    """An httpx client talking to a fresh app (lifespan run) over ASGI."""
-    app = create_app(settings or Settings())
-    async with LifespanManager(app) as manager:
-        transport = httpx.ASGITransport(app=manager.app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
-            yield client
+from tests.helpers import (
+    SCRUBBED_ENV_PREFIXES,
+    ClientFactory,
+    FakeProvider,
+    RedisServer,
+    app_client,
+    require_redis,
+    running_fake,
+    serve_process,
+)
 
 
 @pytest.fixture(autouse=True)
 def _no_real_provider_keys(monkeypatch: pytest.MonkeyPatch) -> None:
     """Tests never reach a real provider: drop any provider keys/URLs or PCFJ_ settings from the environment."""
-    import os
-
     for name in list(os.environ):
-        if name.startswith(("OPENAI_", "ANTHROPIC_", "PCFJ_")):
+        if name.startswith(SCRUBBED_ENV_PREFIXES):
             monkeypatch.delenv(name, raising=False)
 
 
@@ -45,3 +47,41 @@ def make_client() -> ClientFactory:
 async def client() -> AsyncIterator[httpx.AsyncClient]:
     async with app_client() as c:
         yield c
+
+
+@pytest.fixture(scope="module")
+def fake_config() -> FakeConfig:
+    """The fake provider's startup configuration; override it in a module to change the seed or knobs."""
+    return FakeConfig()
+
+
+@pytest.fixture(scope="module")
+def fake_server(fake_config: FakeConfig) -> Iterator[FakeProvider]:
+    with running_fake(fake_config) as server:
+        yield server
+
+
+@pytest.fixture
+def fake(fake_server: FakeProvider) -> FakeProvider:
+    """The module's fake provider, back to its startup settings (no faults, no calls, no cached prefixes)."""
+    fake_server.reset()
+    return fake_server
+
+
+@pytest.fixture(scope="module")
+def serve_url() -> Iterator[str]:
+    """``pcfjudge serve`` on embedded defaults as a subprocess, shared by the tests of a module: its base URL."""
+    with serve_process() as url:
+        yield url
+
+
+@pytest.fixture
+def redis_server(tmp_path: Path) -> Iterator[RedisServer]:
+    """A fresh private Redis for one test, stopped afterwards; skips only when redis-server is not installed."""
+    require_redis()
+    server = RedisServer(tmp_path / "redis")
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()

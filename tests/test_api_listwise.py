@@ -10,7 +10,7 @@ from pcfjudge.judging import consensus as cons
 from pcfjudge.judging.types import CandidateJudgment, RunJudgments
 from pcfjudge.settings import Settings
 
-from tests.conftest import ClientFactory
+from tests.helpers import ClientFactory
 
 QUESTION = "Which planet is closest to the Sun?"
 CANDIDATES = [

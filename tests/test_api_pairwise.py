@@ -12,7 +12,7 @@ import pytest
 from pcfjudge.judging import apoc
 from pcfjudge.settings import Settings
 
-from tests.conftest import ClientFactory
+from tests.helpers import ClientFactory
 
 QUESTION = "What is the boiling point of water at sea level in Celsius?"
 GOOD = "Water boils at 100 degrees Celsius at sea level."

@@ -8,33 +8,17 @@ naming the cause (429/529 → 503 with Retry-After, 5xx → 502, too slow → 50
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from tests.helpers_fakeprovider import (
-    ANTHROPIC_KEY,
-    CANDIDATES,
-    OPENAI_KEY,
-    FakeProvider,
-    app_client,
-    provider_settings,
-    running_fake,
-)
+from tests.helpers import ANTHROPIC_KEY, CANDIDATES, OPENAI_KEY, FakeProvider, app_client, provider_settings
 
 PROVIDERS = ["openai", "anthropic"]
 
 
-@pytest.fixture(scope="module")
-def fake() -> Iterator[FakeProvider]:
-    with running_fake() as server:
-        yield server
-
-
 @pytest.fixture(autouse=True)
-def _fresh(fake: FakeProvider) -> None:
-    fake.reset()
+def _short_retry_after(fake: FakeProvider) -> None:
     fake.faults(retry_after=0.01)  # keep Retry-After honoured but short
 
 

@@ -2,28 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 from anthropic import AsyncAnthropic
 from pcfjudge.backends.anthropic_backend import AnthropicBackend, build_anthropic
-from pcfjudge.backends.base import BackendError, DecodingParams, ProviderError, RateLimited, Refused, Truncated
+from pcfjudge.backends.base import BackendError, ProviderError, RateLimited, Refused, Truncated
 from pcfjudge.judging.parse import OutputError, load_json_object, parse_listwise
 from pcfjudge.settings import Settings
+from pcfjudge.types import DecodingParams
 
-from tests.helpers_fakeprovider import ANTHROPIC_KEY, CANDIDATES, FakeProvider, listwise_call, running_fake
-
-
-@pytest.fixture(scope="module")
-def fake() -> Iterator[FakeProvider]:
-    with running_fake() as server:
-        yield server
-
-
-@pytest.fixture(autouse=True)
-def _fresh(fake: FakeProvider) -> None:
-    fake.reset()
+from tests.helpers import ANTHROPIC_KEY, CANDIDATES, FakeProvider, listwise_call
 
 
 def _backend(fake: FakeProvider, **client: Any) -> AnthropicBackend:

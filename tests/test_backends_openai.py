@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -20,25 +20,7 @@ from pcfjudge.backends.openai_backend import OpenAIBackend, OutputMode, build_op
 from pcfjudge.judging.parse import OutputError, load_json_object, parse_listwise
 from pcfjudge.settings import Settings
 
-from tests.helpers_fakeprovider import (
-    CANDIDATES,
-    OPENAI_KEY,
-    FakeProvider,
-    free_port,
-    listwise_call,
-    running_fake,
-)
-
-
-@pytest.fixture(scope="module")
-def fake() -> Iterator[FakeProvider]:
-    with running_fake() as server:
-        yield server
-
-
-@pytest.fixture(autouse=True)
-def _fresh(fake: FakeProvider) -> None:
-    fake.reset()
+from tests.helpers import CANDIDATES, OPENAI_KEY, FakeProvider, free_port, listwise_call
 
 
 def _backend(fake: FakeProvider, mode: OutputMode = "json_schema", **client: Any) -> OpenAIBackend:

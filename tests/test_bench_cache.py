@@ -6,7 +6,7 @@ import pytest
 from pcfjudge.bench.cache_bench import CacheBench, format_report, run
 from pcfjudge.cli import main
 
-from tests.redis_server import RedisServer
+from tests.helpers import RedisServer
 
 
 async def test_bench_counts_backend_calls_per_phase_with_redis(redis_server: RedisServer) -> None:

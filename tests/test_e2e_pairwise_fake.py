@@ -2,23 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import pytest
-
-from tests.helpers_fakeprovider import FakeProvider, app_client, provider_settings, running_fake
+from tests.helpers import FakeProvider, app_client, provider_settings
 from tests.test_api_pairwise import explain
-
-
-@pytest.fixture(scope="module")
-def fake() -> Iterator[FakeProvider]:
-    with running_fake() as server:
-        yield server
-
-
-@pytest.fixture(autouse=True)
-def _fresh(fake: FakeProvider) -> None:
-    fake.reset()
 
 
 async def test_pairwise_over_the_openai_sdk_matches_the_sim_judge(fake: FakeProvider) -> None:

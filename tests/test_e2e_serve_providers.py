@@ -10,22 +10,21 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from tests.helpers_fakeprovider import ANTHROPIC_KEY, CANDIDATES, OPENAI_KEY, cli_process, free_port
+from tests.helpers import ANTHROPIC_KEY, CANDIDATES, OPENAI_KEY, fake_provider_process, serve_process
+
+pytestmark = pytest.mark.slow
 
 
 @pytest.mark.parametrize("provider", ["openai", "anthropic"])
 def test_serve_judges_through_the_fake_provider(provider: str) -> None:
-    fake_port = free_port()
-    with cli_process(["fake-provider", "--port", str(fake_port), "--seed", "3"], {}, fake_port) as fake_url:
+    with fake_provider_process("--seed", "3") as fake_url:
         if provider == "openai":
             env = {"OPENAI_API_KEY": OPENAI_KEY, "PCFJ_OPENAI_BASE_URL": f"{fake_url}/v1"}
             key, model = OPENAI_KEY, "openai:gpt-5.4"
         else:
             env = {"ANTHROPIC_API_KEY": ANTHROPIC_KEY, "ANTHROPIC_BASE_URL": fake_url}
             key, model = ANTHROPIC_KEY, "anthropic:claude-sonnet-4-6"
-        port = free_port()
-        args = ["serve", "--port", str(port), "--log-level", "warning"]
-        with cli_process(args, env | {"PCFJ_RETRY_BASE_S": "0.01"}, port) as url:
+        with serve_process(env=env | {"PCFJ_RETRY_BASE_S": "0.01"}) as url:
             response = httpx.post(
                 f"{url}/judge/listwise",
                 json={"question": "Largest planet?", "candidates": CANDIDATES, "k": 3},

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -12,48 +11,39 @@ from pcfjudge.cli import main
 from pcfjudge.eval.harness import paid_run_gate
 from pcfjudge.eval.progress import Estimate
 
-from tests.test_e2e_serve import free_port, start_serve, stop
-
 SAMPLE = Path("/work/shared/data/rewardbench2/factuality-sample.jsonl")
 JUDGEBENCH = Path("/work/shared/data/judgebench/judgebench-gpt-4o.jsonl")
 NUMBERS = ("n", "direct", "final", "diagnostic", "k_curve", "weights")
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[str]:
-    port = free_port()
-    proc = start_serve(port)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        stop(proc)
-
-
-def test_rewardbench2_through_the_service_matches_in_process(server: str, tmp_path: Path) -> None:
+@pytest.mark.slow
+def test_rewardbench2_through_the_service_matches_in_process(serve_url: str, tmp_path: Path) -> None:
     common = ["eval", "rewardbench2", "--data", str(SAMPLE), "--k", "2,3", "--executions", "2"]
     assert main([*common, "--out", str(tmp_path / "local")]) == 0
-    assert main([*common, "--out", str(tmp_path / "remote"), "--server", server]) == 0
+    assert main([*common, "--out", str(tmp_path / "remote"), "--server", serve_url]) == 0
     local, remote = (json.loads((tmp_path / d / "summary.json").read_text()) for d in ("local", "remote"))
     assert {k: local[k] for k in NUMBERS} == {k: remote[k] for k in NUMBERS}
     lines = (tmp_path / "remote" / "runs.jsonl").read_text().splitlines()
     assert len(lines) == 6 * (2 * 3 + 3)
     before = (tmp_path / "remote" / "runs.jsonl").read_bytes()
-    assert main([*common, "--out", str(tmp_path / "remote"), "--server", server]) == 0  # resume: nothing to do
+    assert main([*common, "--out", str(tmp_path / "remote"), "--server", serve_url]) == 0  # resume: nothing to do
     assert (tmp_path / "remote" / "runs.jsonl").read_bytes() == before
 
 
-def test_judgebench_through_the_service_matches_in_process(server: str, tmp_path: Path) -> None:
+@pytest.mark.slow
+def test_judgebench_through_the_service_matches_in_process(serve_url: str, tmp_path: Path) -> None:
     common = ["eval", "judgebench", "--data", str(JUDGEBENCH), "--limit", "20", "--model", "sim:oracle"]
     assert main([*common, "--out", str(tmp_path / "local")]) == 0
-    assert main([*common, "--out", str(tmp_path / "remote"), "--server", server]) == 0
+    assert main([*common, "--out", str(tmp_path / "remote"), "--server", serve_url]) == 0
     local, remote = (json.loads((tmp_path / d / "summary.json").read_text()) for d in ("local", "remote"))
     for key in ("n", "direct", "apocjudge", "per_source", "judgebench_two_game", "protocol"):
         assert local[key] == remote[key]
 
 
-def test_a_refused_request_stops_the_run_with_the_services_reason(server: str, tmp_path: Path) -> None:
+@pytest.mark.slow
+def test_a_refused_request_stops_the_run_with_the_services_reason(serve_url: str, tmp_path: Path) -> None:
     args = ["eval", "judgebench", "--data", str(JUDGEBENCH), "--limit", "2", "--model", "sim:nope"]
-    assert main([*args, "--out", str(tmp_path / "bad"), "--server", server]) == 2
+    assert main([*args, "--out", str(tmp_path / "bad"), "--server", serve_url]) == 2
 
 
 def test_paid_run_gate(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -14,18 +13,13 @@ from pcfjudge.fakeprovider.state import FakeConfig, FakeState
 from pcfjudge.judging.pairwise_prompts import render_keyed, render_pairwise
 from pcfjudge.judging.prompts import block, new_nonce, render_listwise
 
-from tests.helpers_fakeprovider import CANDIDATES, QUESTION, FakeProvider, listwise_call, running_fake
+from tests.helpers import CANDIDATES, QUESTION, FakeProvider, listwise_call
 
 
 @pytest.fixture(scope="module")
-def fake() -> Iterator[FakeProvider]:
-    with running_fake(FakeConfig(seed=5)) as server:
-        yield server
-
-
-@pytest.fixture(autouse=True)
-def _fresh(fake: FakeProvider) -> None:
-    fake.reset()
+def fake_config() -> FakeConfig:
+    """This module's fake provider runs with seed 5 (the ``fake`` fixture in conftest starts it)."""
+    return FakeConfig(seed=5)
 
 
 def _openai_body(user: str, schema_name: str | None = "listwise_judgment") -> dict[str, Any]:

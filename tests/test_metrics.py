@@ -8,16 +8,13 @@ import re
 import shutil
 import subprocess
 import tempfile
-import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.conftest import ClientFactory
-from tests.test_e2e_serve import free_port, start_serve, stop
+from tests.helpers import ClientFactory, background_process, free_port, serve_process, wait_until
 
 ROOT = Path(__file__).resolve().parents[1]
 LISTWISE = {"question": "2+2?", "candidates": ["4", "5", "four", "22"], "k": 4}
@@ -112,79 +109,55 @@ async def test_dashboard_and_alerts_only_use_exported_metrics(client: httpx.Asyn
         assert base in exported, f"{name} is used in deploy/ but not exported"
 
 
-@pytest.fixture
-def served() -> Iterator[str]:
-    port = free_port()
-    proc = start_serve(port)
+def prom_query(prometheus: str, query: str) -> str | None:
+    """The value of a one-sample PromQL ``query``, or None while Prometheus has no answer for it yet."""
     try:
-        yield f"127.0.0.1:{port}"
-    finally:
-        stop(proc)
+        result = httpx.get(f"{prometheus}/api/v1/query", params={"query": query}, timeout=2).json()["data"]["result"]
+    except (httpx.HTTPError, KeyError, ValueError):
+        return None
+    return str(result[0]["value"][1]) if result else None
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("prometheus") is None, reason="prometheus missing (scripts/test.sh installs it)")
-def test_real_prometheus_scrapes_the_service(served: str) -> None:
+def test_real_prometheus_scrapes_the_service(serve_url: str) -> None:
     for _ in range(3):
-        assert httpx.post(f"http://{served}/judge/listwise", json=LISTWISE, timeout=30).status_code == 200
+        assert httpx.post(f"{serve_url}/judge/listwise", json=LISTWISE, timeout=30).status_code == 200
+    target = serve_url.removeprefix("http://")
     with tempfile.TemporaryDirectory() as tmp:
         config = Path(tmp) / "prometheus.yml"
         config.write_text(
             "global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: pcfjudge\n"
-            f"    static_configs:\n      - targets: ['{served}']\n"
+            f"    static_configs:\n      - targets: ['{target}']\n"
         )
-        port = free_port()
-        prom = subprocess.Popen(
-            [
-                "prometheus",
-                f"--config.file={config}",
-                f"--storage.tsdb.path={tmp}/data",
-                f"--web.listen-address=127.0.0.1:{port}",
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        try:
+        prometheus = f"http://127.0.0.1:{free_port()}"
+        argv = [
+            "prometheus",
+            f"--config.file={config}",
+            f"--storage.tsdb.path={tmp}/data",
+            f"--web.listen-address={prometheus.removeprefix('http://')}",
+        ]
+        with background_process(argv, ready_url=f"{prometheus}/-/ready", timeout_s=60):
             query = 'sum(pcfjudge_requests_total{endpoint="/judge/listwise",status="200"})'
-            found = None
-            deadline = time.monotonic() + 60
-            while time.monotonic() < deadline and not found:
-                try:
-                    r = httpx.get(f"http://127.0.0.1:{port}/api/v1/query", params={"query": query}, timeout=2)
-                    result = r.json()["data"]["result"]
-                    found = result[0]["value"][1] if result else None
-                except (httpx.HTTPError, KeyError, ValueError):
-                    pass
-                if not found:
-                    time.sleep(0.5)
+            found = wait_until(lambda: prom_query(prometheus, query), what="a scrape", timeout_s=60, interval_s=0.5)
             assert found == "3"
-            r = httpx.get(
-                f"http://127.0.0.1:{port}/api/v1/query",
-                params={"query": "sum(pcfjudge_top_pick_position_total)"},
-                timeout=2,
-            )
-            assert float(r.json()["data"]["result"][0]["value"][1]) == pytest.approx(12)
-        finally:
-            prom.terminate()
-            prom.wait(timeout=20)
+            top_picks = prom_query(prometheus, "sum(pcfjudge_top_pick_position_total)")
+            assert top_picks is not None and float(top_picks) == pytest.approx(12)
 
 
+@pytest.mark.slow
 def test_workers_share_one_view_of_metrics() -> None:
-    port = free_port()
-    with tempfile.TemporaryDirectory() as tmp:
-        proc = start_serve(port, {"PROMETHEUS_MULTIPROC_DIR": tmp}, "--workers", "2")
-        try:
-            base = f"http://127.0.0.1:{port}"
-            with httpx.Client(timeout=30) as http:
-                for i in range(20):
-                    # New connections so the kernel spreads them over both workers.
-                    r = http.post(
-                        f"{base}/judge/listwise", json={**LISTWISE, "seed": i}, headers={"connection": "close"}
-                    )
-                    assert r.status_code == 200
-                texts = [http.get(f"{base}/metrics", headers={"connection": "close"}).text for _ in range(4)]
-            for text in texts:  # every worker answers with the totals of all workers
-                assert value(text, "pcfjudge_requests_total", endpoint="/judge/listwise", status="200") == 20
-                assert value(text, "pcfjudge_decisions_total", endpoint="/judge/listwise") == 20
-            assert list(Path(tmp).glob("counter_*.db")), "workers did not write multiprocess files"
-        finally:
-            stop(proc)
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        serve_process("--workers", "2", env={"PROMETHEUS_MULTIPROC_DIR": tmp}) as base,
+        httpx.Client(timeout=30) as http,
+    ):
+        for i in range(20):
+            # New connections so the kernel spreads them over both workers.
+            r = http.post(f"{base}/judge/listwise", json={**LISTWISE, "seed": i}, headers={"connection": "close"})
+            assert r.status_code == 200
+        texts = [http.get(f"{base}/metrics", headers={"connection": "close"}).text for _ in range(4)]
+        for text in texts:  # every worker answers with the totals of all workers
+            assert value(text, "pcfjudge_requests_total", endpoint="/judge/listwise", status="200") == 20
+            assert value(text, "pcfjudge_decisions_total", endpoint="/judge/listwise") == 20
+        assert list(Path(tmp).glob("counter_*.db")), "workers did not write multiprocess files"

@@ -22,7 +22,7 @@ from pcfjudge.backends.sim import SimJudge, SimParams
 from pcfjudge.cache.memory import MemoryCache
 from pcfjudge.judging import apoc
 from pcfjudge.judging.apoc import KeyedPlan, Verdict
-from pcfjudge.judging.listwise import JudgingFailed
+from pcfjudge.judging.failures import JudgingFailed
 from pcfjudge.judging.pairwise import PairwiseResult, PairwiseTask, judge_pairwise, validate_answer
 from pcfjudge.judging.pairwise_prompts import render_keyed, render_pairwise
 from pcfjudge.judging.parse import OutputError
@@ -68,12 +68,17 @@ class ScriptedJudge:
         return None
 
 
+def soon(seconds: float) -> float:
+    """A deadline ``seconds`` from now on the running loop's clock."""
+    return asyncio.get_running_loop().time() + seconds
+
+
 def judge(backend: ScriptedJudge, cache: MemoryCache | None = None, **task: object) -> PairwiseResult:
     async def main() -> PairwiseResult:
         runner = Runner(cache if cache is not None else MemoryCache(), max_retries=0, retry_base_s=0.0)
         model = ResolvedModel("scripted", "judge", backend, asyncio.Semaphore(4))
         t = PairwiseTask(QUESTION, A_TEXT, B_TEXT, **task)  # type: ignore[arg-type]
-        return await judge_pairwise(t, model, runner, DecodingParams(), timeout_s=5)
+        return await judge_pairwise(t, model, runner, DecodingParams(), deadline=soon(5))
 
     return asyncio.run(main())
 
@@ -201,7 +206,7 @@ def test_estimation_is_detected_from_the_question() -> None:
         runner = Runner(MemoryCache(), max_retries=0)
         model = ResolvedModel("scripted", "judge", backend, asyncio.Semaphore(4))
         task = PairwiseTask("Roughly how many piano tuners are there in Chicago?", A_TEXT, B_TEXT)
-        return await judge_pairwise(task, model, runner, DecodingParams(), timeout_s=5)
+        return await judge_pairwise(task, model, runner, DecodingParams(), deadline=soon(5))
 
     r = asyncio.run(main())
     assert r.estimation.estimation and r.estimation.source == "heuristic" and r.estimation.cue

@@ -26,3 +26,15 @@ async def test_curl_example_output_matches(client: httpx.AsyncClient) -> None:
     shown.pop("request_id")
     got.pop("request_id")
     assert got == shown
+
+
+def test_in_process_python_example_runs() -> None:
+    """The README's "In process, without HTTP" snippet runs as shown and judges on the simulated judge."""
+    import subprocess
+    import sys
+
+    section = README.split("In process, without HTTP", 1)[1]
+    code = re.search(r"```python\n(.*?)\n```", section, re.S).group(1)  # type: ignore[union-attr]
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "['a'] sim:default"

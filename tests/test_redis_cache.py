@@ -8,19 +8,22 @@ import json
 from typing import Any
 
 import pytest
-from pcfjudge.backends.base import Completion, DecodingParams, JudgeCall, ProviderError
+from pcfjudge.backends.base import Completion, JudgeCall, ProviderError
 from pcfjudge.backends.registry import ResolvedModel
 from pcfjudge.backends.sim import SimBackend, SimParams
 from pcfjudge.cache.layered import LayeredCache
 from pcfjudge.cache.redis_cache import RedisCache, hash_tag
 from pcfjudge.cache.redis_client import connect
 from pcfjudge.judging import listwise as lw
-from pcfjudge.judging.listwise import JudgingFailed, ListwiseResult, ListwiseTask, judge_listwise
-from pcfjudge.judging.runner import CacheMode, Runner
+from pcfjudge.judging.failures import JudgingFailed
+from pcfjudge.judging.keys import cache_key, item_hash
+from pcfjudge.judging.listwise import ListwiseResult, ListwiseTask, judge_listwise
+from pcfjudge.judging.runner import Runner
 from pcfjudge.services import Services
 from pcfjudge.settings import Settings
+from pcfjudge.types import CacheMode, DecodingParams
 
-from tests.redis_server import RedisServer
+from tests.helpers import RedisServer
 
 PARAMS = DecodingParams()
 
@@ -48,6 +51,11 @@ class Counting:
         return None
 
 
+def soon(seconds: float) -> float:
+    """A deadline ``seconds`` from now on the running loop's clock."""
+    return asyncio.get_running_loop().time() + seconds
+
+
 def make_task(question: str = "Which is best?", k: int = 3, cache: CacheMode = "use", **kw: Any) -> ListwiseTask:
     ids, texts = ["a", "b", "c", "d"], ["alpha", "beta", "gamma", "delta"]
     return ListwiseTask(question, ids, texts, k=k, cache_mode=cache, **kw)
@@ -60,8 +68,7 @@ def services_for(server: RedisServer, backend: Counting, **settings: Any) -> Ser
 
 
 async def judge(services: Services, task: ListwiseTask, model: str = "sim:default") -> ListwiseResult:
-    resolved = services.registry.resolve(model)
-    return await judge_listwise(task, resolved, services.runner, services.decoding_params("sim"), timeout_s=10)
+    return await services.judge.using(timeout_s=10).listwise(dataclasses.replace(task, model=model))
 
 
 def data_keys(server: RedisServer) -> list[str]:
@@ -120,16 +127,15 @@ async def test_changing_any_key_component_misses(
     runner = Runner(RedisCache(services.cache.shared.client, ttl_s=60))  # type: ignore[attr-defined]
     try:
         sim = services.registry.resolve("sim:default")
-        base = await judge_listwise(make_task(k=1, mode="direct"), sim, runner, PARAMS, timeout_s=10)
+        base = await judge_listwise(make_task(k=1, mode="direct"), sim, runner, PARAMS, deadline=soon(10))
         assert base.backend_calls == 1
-        repeat = await judge_listwise(make_task(k=1, mode="direct"), sim, runner, PARAMS, timeout_s=10)
+        repeat = await judge_listwise(make_task(k=1, mode="direct"), sim, runner, PARAMS, deadline=soon(10))
         assert (repeat.backend_calls, repeat.cache_hits) == (0, 1)
         task, model, params = _variant(component)
         if component == "prompt_version":
-            render = lw.render_listwise
-            monkeypatch.setattr(lw, "render_listwise", lambda *a: dataclasses.replace(render(*a), version="v-next"))
+            monkeypatch.setattr(lw, "LISTWISE_VERSION", "v-next")
         resolved = services.registry.resolve(model)
-        changed = await judge_listwise(task, resolved, runner, params, timeout_s=10)
+        changed = await judge_listwise(task, resolved, runner, params, deadline=soon(10))
         # "sample" repeats the canonical order twice: sample 0 is the base entry, sample 1 is new.
         expected = (1, 1) if component == "sample" else (1, 0)
         assert (changed.backend_calls, changed.cache_hits) == expected
@@ -226,7 +232,7 @@ def test_hash_tag_follows_redis_cluster_rules() -> None:
     assert hash_tag("pcfj:{abc}:listwise:0-1") == "abc"
     assert hash_tag("pcfj:{}:x") == "pcfj:{}:x"
     assert hash_tag("plain") == "plain"
-    key = lw.cache_key("f00d", "listwise", (0, 1), "sim:default", 0, "v1", PARAMS)
+    key = cache_key("f00d", "listwise", (0, 1), "sim:default", 0, "v1", PARAMS)
     assert hash_tag(key) == "f00d" and hash_tag(key + ":lock") == "f00d"
 
 
@@ -237,8 +243,8 @@ async def test_model_string_in_key_separates_models(redis_server: RedisServer) -
     try:
         sim = services.registry.resolve("sim:default")
         other = ResolvedModel("other", "default", backend, asyncio.Semaphore(4))
-        await judge_listwise(make_task(k=1, mode="direct"), sim, services.runner, PARAMS, timeout_s=10)
-        result = await judge_listwise(make_task(k=1, mode="direct"), other, services.runner, PARAMS, timeout_s=10)
+        await judge_listwise(make_task(k=1, mode="direct"), sim, services.runner, PARAMS, deadline=soon(10))
+        result = await judge_listwise(make_task(k=1, mode="direct"), other, services.runner, PARAMS, deadline=soon(10))
         assert (result.backend_calls, backend.calls) == (1, 2)
     finally:
         await services.aclose()
@@ -248,15 +254,15 @@ async def test_waiting_on_another_replicas_lock_ends_at_the_deadline_without_a_c
     backend = Counting()
     services = services_for(redis_server, backend)
     task = make_task(k=1, mode="direct")
-    key = lw.cache_key(
-        lw.item_hash(task.question, task.texts), "listwise", (0, 1, 2, 3), "sim:default", 0, "listwise-v1", PARAMS
+    key = cache_key(
+        item_hash(task.question, task.texts), "listwise", (0, 1, 2, 3), "sim:default", 0, "listwise-v1", PARAMS
     )
     with redis_server.client() as client:
         client.set(f"{key}:lock", "another-replica", px=60_000)  # its call is still running
     try:
         model = services.registry.resolve("sim:default")
         with pytest.raises(JudgingFailed) as failed:
-            await judge_listwise(task, model, services.runner, PARAMS, timeout_s=0.3)
+            await judge_listwise(task, model, services.runner, PARAMS, deadline=soon(0.3))
         assert failed.value.status == 504
         for pending in list(services.runner._inflight.values()):
             await pending  # the waiter gives up at the deadline …
@@ -266,7 +272,7 @@ async def test_waiting_on_another_replicas_lock_ends_at_the_deadline_without_a_c
 
 
 async def test_keys_of_several_items_are_fetched_with_one_mget_per_item(redis_server: RedisServer) -> None:
-    cache = RedisCache(connect(redis_server.url, timeout_s=1, connect_timeout_s=1), ttl_s=60)
+    cache = RedisCache(connect(redis_server.url, timeout_s=1, connect_deadline=soon(1)), ttl_s=60)
     try:
         await cache.set("pcfj:{item-a}:run0", {"answer": "a0"})
         await cache.set("pcfj:{item-b}:run0", {"answer": "b0"})

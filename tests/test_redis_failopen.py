@@ -2,38 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Any
 
-import httpx
-from asgi_lifespan import LifespanManager
-from pcfjudge.api.app import create_app
 from pcfjudge.cache.breaker import CircuitBreaker
 from pcfjudge.cache.layered import LayeredCache
 from pcfjudge.cache.redis_cache import RedisCache
 from pcfjudge.cache.redis_client import connect
-from pcfjudge.services import Services
 from pcfjudge.settings import Settings
 
-from tests.redis_server import RedisServer
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-@asynccontextmanager
-async def app_with_services(settings: Settings) -> AsyncIterator[tuple[httpx.AsyncClient, Services]]:
-    app = create_app(settings)
-    async with LifespanManager(app) as manager:
-        transport = httpx.ASGITransport(app=manager.app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
-            yield client, app.state.services
+from tests.helpers import FakeClock, RedisServer, app_with_services
 
 
 def payload(question: str, k: int = 3) -> dict[str, Any]:
@@ -46,7 +23,7 @@ async def test_killed_redis_fails_open_then_sharing_resumes(redis_server: RedisS
     async with app_with_services(settings) as (client, services):
         cache = services.cache
         assert isinstance(cache, LayeredCache)
-        cache.shared.breaker.clock = clock
+        cache.shared.breaker.clock = clock  # the app built the breaker; from here on only the test moves time
         ok = await client.post("/judge/listwise", json=payload("item 1"))
         assert ok.status_code == 200 and ok.json()["usage"]["backend_calls"] == 3
         assert (await client.get("/readyz")).json()["cache"] == {
@@ -93,10 +70,12 @@ async def test_killed_redis_fails_open_then_sharing_resumes(redis_server: RedisS
 
 
 async def test_hung_redis_costs_one_timeout_per_operation_until_the_breaker_opens(redis_server: RedisServer) -> None:
-    client = connect(redis_server.url, timeout_s=0.05, connect_timeout_s=0.05)
-    cache = RedisCache(client, ttl_s=60, op_timeout_s=0.1, breaker_failures=3, breaker_cooldown_s=60)
+    # The fake clock never moves, so the breaker cannot reach its cool-down however slowly this test runs.
+    client = connect(redis_server.url, timeout_s=0.2, connect_timeout_s=0.2)
+    cache = RedisCache(client, ttl_s=60, op_timeout_s=1.0, breaker_failures=3, breaker_cooldown_s=60, clock=FakeClock())
     try:
         await cache.set("pcfj:{x}:k", {"answer": {}})
+        assert (cache.attempts, cache.failures) == (1, 0), cache.last_error  # a healthy Redis first
         redis_server.pause()  # SIGSTOP: the kernel accepts connections, nobody answers
         for _ in range(5):
             assert await cache.get_many(["pcfj:{x}:k", "pcfj:{x}:j"]) == [None, None]

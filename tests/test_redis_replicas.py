@@ -7,9 +7,11 @@ import asyncio
 from contextlib import ExitStack
 
 import httpx
+import pytest
 
-from tests.helpers_fakeprovider import cli_process, free_port
-from tests.redis_server import RedisServer
+from tests.helpers import RedisServer, fake_provider_process, serve_process
+
+pytestmark = pytest.mark.slow
 
 K = 5
 PAYLOAD = {
@@ -21,20 +23,15 @@ PAYLOAD = {
 
 
 async def test_three_replicas_make_k_provider_calls_for_30_identical_requests(redis_server: RedisServer) -> None:
-    fake_port = free_port()
     # Provider latency keeps the 30 requests overlapping, as concurrent traffic behind a balancer would.
-    with cli_process(["fake-provider", "--port", str(fake_port), "--latency-ms", "400"], {}, fake_port) as fake:
+    with fake_provider_process("--latency-ms", "400") as fake:
         env = {
             "OPENAI_API_KEY": "test",
             "PCFJ_OPENAI_BASE_URL": f"{fake}/v1",
             "PCFJ_REDIS_URL": redis_server.url,
         }
         with ExitStack() as stack:
-            urls = []
-            for _ in range(3):
-                port = free_port()
-                args = ["serve", "--port", str(port), "--log-level", "warning"]
-                urls.append(stack.enter_context(cli_process(args, env, port)))
+            urls = [stack.enter_context(serve_process(env=env)) for _ in range(3)]
             async with httpx.AsyncClient(timeout=60) as client:
                 responses = await asyncio.gather(
                     *(client.post(f"{urls[i % 3]}/judge/listwise", json=PAYLOAD) for i in range(30))

@@ -4,20 +4,19 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from pcfjudge.backends.base import Completion, DecodingParams, JudgeCall
+from pcfjudge.backends.base import Completion, JudgeCall
 from pcfjudge.backends.sim import SimBackend, SimParams
 from pcfjudge.cache.redis_client import connect
-from pcfjudge.judging.listwise import ListwiseTask, judge_listwise
+from pcfjudge.judging.listwise import ListwiseTask
 from pcfjudge.services import Services
 from pcfjudge.settings import Settings
 from redis.asyncio import Redis, RedisCluster
 
-from tests.redis_server import RedisServer, free_cluster_port, require_binary
+from tests.helpers import RedisServer, free_cluster_port, require_redis, wait_until
 
 
 def test_plain_url_gets_short_timeouts_and_no_client_retries() -> None:
@@ -84,10 +83,9 @@ async def _judge_twice(url: str, questions: list[str]) -> tuple[int, int]:
     for replica in range(2):
         services = Services.build(Settings(redis_url=url))
         services.registry.backends["sim"] = backend
-        model = services.registry.resolve("sim:default")
         try:
             for q in questions:
-                result = await judge_listwise(_task(q), model, services.runner, DecodingParams(), timeout_s=10)
+                result = await services.judge.listwise(_task(q))
                 hits += result.cache_hits if replica else 0
             assert (await services.cache.status())["status"] == "ok"
         finally:
@@ -98,7 +96,7 @@ async def _judge_twice(url: str, questions: list[str]) -> tuple[int, int]:
 @pytest.fixture
 def cluster(tmp_path: Path) -> Iterator[list[RedisServer]]:
     """Three masters, slots spread by ``redis-cli --cluster create``."""
-    require_binary()
+    require_redis()
     cli = shutil.which("redis-cli")
     if cli is None:
         pytest.skip("redis-cli not found (it ships with redis-server)")
@@ -110,11 +108,11 @@ def cluster(tmp_path: Path) -> Iterator[list[RedisServer]]:
         addrs = [f"127.0.0.1:{n.port}" for n in nodes]
         create = [cli, "--cluster", "create", *addrs, "--cluster-replicas", "0", "--cluster-yes"]
         subprocess.run(create, check=True, capture_output=True, timeout=60)
-        give_up = time.monotonic() + 30
-        while not all(b"cluster_state:ok" in _info(n) for n in nodes):
-            if time.monotonic() > give_up:
-                pytest.fail("the test cluster did not reach cluster_state:ok")
-            time.sleep(0.1)
+        wait_until(
+            lambda: all(b"cluster_state:ok" in _info(n) for n in nodes),
+            what="the test cluster to reach cluster_state:ok",
+            interval_s=0.1,
+        )
         yield nodes
     finally:
         for node in nodes:
@@ -126,6 +124,7 @@ def _info(node: RedisServer) -> bytes:
         return bytes(client.execute_command("CLUSTER", "INFO"))
 
 
+@pytest.mark.slow
 async def test_redis_cluster_one_slot_per_item(cluster: list[RedisServer]) -> None:
     url = f"redis+cluster://127.0.0.1:{cluster[0].port},127.0.0.1:{cluster[1].port}"
     questions = [f"question {i}" for i in range(6)]  # six items: their hash tags land on different nodes
@@ -141,6 +140,7 @@ async def test_redis_cluster_one_slot_per_item(cluster: list[RedisServer]) -> No
     assert sum(len(h) for h in holders) == 6  # … and each item's five runs sit together on one node
 
 
+@pytest.mark.slow
 async def test_redis_sentinel_finds_the_master(tmp_path: Path, redis_server: RedisServer) -> None:
     sentinel = RedisServer(
         tmp_path / "sentinel",

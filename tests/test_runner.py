@@ -8,7 +8,8 @@ import json
 from pcfjudge.backends.base import BackendError, Completion, JudgeCall, ProviderError, RateLimited
 from pcfjudge.backends.sim import SimJudge, SimParams
 from pcfjudge.judging.consensus import PRESETS
-from pcfjudge.judging.listwise import JudgingFailed, ListwiseTask, judge_listwise
+from pcfjudge.judging.failures import JudgingFailed
+from pcfjudge.judging.listwise import ListwiseTask
 from pcfjudge.services import Services
 from pcfjudge.settings import Settings
 
@@ -41,10 +42,9 @@ def run_task(backend: Scripted, k: int = 5, **settings: object) -> object:
     async def main() -> object:
         services = Services.build(Settings(retry_base_s=0.0, **settings))  # type: ignore[arg-type]
         services.registry.backends["sim"] = backend
-        model = services.registry.resolve("sim:default")
         task = ListwiseTask("q", ["a", "b", "c"], ["x", "y", "z"], k=k, weights=PRESETS["proposed"])
         try:
-            return await judge_listwise(task, model, services.runner, services.decoding_params("sim"), timeout_s=5)
+            return await services.judge.using(timeout_s=5).listwise(task)
         except JudgingFailed as exc:
             return exc
         finally:

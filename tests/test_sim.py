@@ -8,7 +8,7 @@ import pytest
 from pcfjudge.backends.base import JudgeCall
 from pcfjudge.backends.sim import SimJudge, SimParams
 from pcfjudge.judging.consensus import PRESETS
-from pcfjudge.judging.listwise import ListwiseTask, judge_listwise
+from pcfjudge.judging.listwise import ListwiseTask
 from pcfjudge.services import Services
 from pcfjudge.settings import Settings
 
@@ -52,8 +52,6 @@ def oracle_accuracy() -> dict[str, float]:
 
     async def main() -> dict[str, float]:
         services = Services.build(Settings())
-        model = services.registry.resolve("sim:oracle")
-        params = services.decoding_params("sim")
         rng = random.Random(7)
         hits = {"direct": 0.0, "pcf": 0.0, "repeated": 0.0}
         items = 300
@@ -69,8 +67,9 @@ def oracle_accuracy() -> dict[str, float]:
                     mode=mode,
                     weights=PRESETS["proposed"],
                     oracle_best=best,
+                    model="sim:oracle",
                 )
-                result = await judge_listwise(task, model, services.runner, params, timeout_s=30)
+                result = await services.judge.listwise(task)
                 winners = result.consensus.winners
                 hits[name] += (best in winners) / len(winners)
         await services.aclose()

@@ -28,7 +28,7 @@ from pcfjudge import __version__
 
 if TYPE_CHECKING:
     from pcfjudge.backends.registry import ResolvedModel
-    from pcfjudge.judging.types import Usage
+    from pcfjudge.types import Usage
 
 disable_created_metrics()  # type: ignore[no-untyped-call]  # no *_created series: less noise for dashboards
 CONTENT_TYPE = CONTENT_TYPE_LATEST
@@ -128,9 +128,10 @@ class Metrics:
         BREAKER.set(_BREAKER_VALUES.get(state, 1.0))
 
     # Route-level recording
-    def cost(self, provider: str, model: str, usd: float | None) -> None:
+    def cost(self, model: str, usd: float | None) -> None:
+        """Add a request's cost to its provider's and model's counter (``model`` is a provider:model string)."""
         if usd:
-            COST.labels(provider, self.model_label(model)).inc(usd)
+            COST.labels(model.partition(":")[0], self.model_label(model)).inc(usd)
 
 
 def build_info(listwise: str, pairwise: str, keyed: str) -> None:

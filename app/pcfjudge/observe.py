@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from pcfjudge.backends.registry import ResolvedModel
-    from pcfjudge.judging.types import Usage
+    from pcfjudge.types import Usage
 
 
 class Observer(Protocol):

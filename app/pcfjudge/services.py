@@ -1,15 +1,14 @@
-"""Everything a request needs, built once from settings and closed once: the HTTP app, the eval harness and
-batch callers all judge through one ``Services`` (one code path)."""
+"""Everything a request needs, built once from settings and closed once: the HTTP app, the eval harness, the
+benches and every other front door judge through its ``judge`` (one code path)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pcfjudge.backends.base import DecodingParams
-from pcfjudge.backends.params import decoding_params
 from pcfjudge.backends.registry import Registry
 from pcfjudge.cache.base import Cache
 from pcfjudge.cache.build import build_cache
+from pcfjudge.judge import Judge
 from pcfjudge.judging.runner import Runner
 from pcfjudge.metrics import Metrics
 from pcfjudge.settings import Settings
@@ -22,6 +21,7 @@ class Services:
     cache: Cache
     runner: Runner
     metrics: Metrics
+    judge: Judge
 
     @classmethod
     def build(cls, settings: Settings) -> Services:
@@ -35,11 +35,8 @@ class Services:
             retry_max_s=settings.retry_max_s,
             observer=metrics,
         )
-        return cls(settings=settings, registry=registry, cache=cache, runner=runner, metrics=metrics)
-
-    def decoding_params(self, provider: str) -> DecodingParams:
-        """Decoding parameters for a provider's calls (the simulated judge ignores them but they key its cache)."""
-        return decoding_params(self.settings, provider)
+        judge = Judge(settings, registry, runner, settings.request_timeout_s)
+        return cls(settings=settings, registry=registry, cache=cache, runner=runner, metrics=metrics, judge=judge)
 
     async def aclose(self) -> None:
         """Close the runner, backends and cache, in that order."""

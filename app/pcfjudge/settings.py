@@ -7,6 +7,8 @@ from typing import Literal
 from pydantic import AliasChoices, Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from pcfjudge.types import MAX_K
+
 
 class Settings(BaseSettings):
     """Every knob of the service. Tests build one directly; production reads the environment."""
@@ -27,7 +29,7 @@ class Settings(BaseSettings):
     max_question_chars: int = Field(32_000, ge=1)
     max_candidate_chars: int = Field(32_000, ge=1)
     max_body_bytes: int = Field(2_000_000, ge=1024)
-    default_k: int = Field(7, ge=1, le=64)
+    default_k: int = Field(7, ge=1, le=MAX_K)
     max_executions: int = Field(5, ge=1, le=5)
 
     # Fan-out and failure policy

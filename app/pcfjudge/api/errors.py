@@ -18,6 +18,8 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from pcfjudge.judging.failures import JudgingFailed
+
 log = logging.getLogger("pcfjudge")
 
 
@@ -40,13 +42,13 @@ def client_error(field: str, detail: str) -> ApiError:
     return ApiError(422, "validation_error", f"{field}: {detail}", field=field)
 
 
-def backend_failure(status: int, kind: str, detail: str, retry_after: float | None) -> ApiError:
+def backend_failure(exc: JudgingFailed) -> ApiError:
     """Too few judge runs succeeded: 502/503/504 JSON; a 503 always says when to retry."""
-    if retry_after is not None:
-        headers: dict[str, str] | None = {"Retry-After": str(max(1, round(retry_after)))}
+    if exc.retry_after is not None:
+        headers: dict[str, str] | None = {"Retry-After": str(max(1, round(exc.retry_after)))}
     else:
-        headers = {"Retry-After": "5"} if status == 503 else None
-    return ApiError(status, kind, detail, headers=headers)
+        headers = {"Retry-After": "5"} if exc.status == 503 else None
+    return ApiError(exc.status, exc.kind, exc.detail, headers=headers)
 
 
 def error_body(kind: str, detail: str, request: Request | None = None, **extra: Any) -> dict[str, Any]:

@@ -1,12 +1,12 @@
-"""POST /judge/listwise: validate, judge through ``pcfjudge.judging.listwise``, shape the response."""
+"""POST /judge/listwise: validate, judge through ``services.judge``, shape the response."""
 
 from __future__ import annotations
 
 from fastapi import APIRouter, Request
 
 from pcfjudge.api.deps import ServicesDep
-from pcfjudge.api.errors import backend_failure, client_error
-from pcfjudge.api.observability import record_failure, record_listwise
+from pcfjudge.api.errors import client_error
+from pcfjudge.api.observability import judged, record_listwise
 from pcfjudge.api.schemas import (
     CandidateOut,
     Diagnostics,
@@ -18,12 +18,12 @@ from pcfjudge.api.schemas import (
     UsageOut,
 )
 from pcfjudge.api.validate import check_texts, resolve_model
-from pcfjudge.backends.registry import ResolvedModel
 from pcfjudge.judging import consensus as cons
 from pcfjudge.judging import permutations as perms
-from pcfjudge.judging.listwise import JudgingFailed, ListwiseResult, ListwiseTask, judge_listwise
-from pcfjudge.judging.types import RunRecord, Usage
+from pcfjudge.judging.listwise import ListwiseResult, ListwiseTask
+from pcfjudge.judging.types import RunRecord
 from pcfjudge.services import Services
+from pcfjudge.types import MAX_K
 
 router = APIRouter()
 
@@ -43,26 +43,14 @@ ERROR_RESPONSES: dict[int | str, dict[str, object]] = {
 @router.post("/judge/listwise", response_model=ListwiseResponse, responses=ERROR_RESPONSES)
 async def judge_listwise_route(body: ListwiseRequest, request: Request, services: ServicesDep) -> ListwiseResponse:
     """PCFJudge: judge the candidates over K permutations and return the permutation consensus (paper Eq. 1–5)."""
-    task, model = build_task(body, services)
-    try:
-        result = await judge_listwise(
-            task,
-            model,
-            services.runner,
-            services.decoding_params(model.provider),
-            timeout_s=services.settings.request_timeout_s,
-            quorum=services.settings.quorum,
-        )
-    except JudgingFailed as exc:
-        record_failure("/judge/listwise", exc.kind)
-        raise backend_failure(exc.status, exc.kind, exc.detail, exc.retry_after) from None
+    result = await judged("/judge/listwise", services.judge.listwise(build_task(body, services)))
     record_listwise(result)
     response = to_response(result, request.state.request_id, body.include_runs, services)
-    services.metrics.cost(model.provider, model.string, response.usage.cost_usd)
+    services.metrics.cost(result.model, response.usage.cost_usd)
     return response
 
 
-def build_task(body: ListwiseRequest, services: Services) -> tuple[ListwiseTask, ResolvedModel]:
+def build_task(body: ListwiseRequest, services: Services) -> ListwiseTask:
     """Turn a request into a judging task, refusing (422, naming the field) anything the service cannot do."""
     s = services.settings
     n = len(body.candidates)
@@ -84,8 +72,8 @@ def build_task(body: ListwiseRequest, services: Services) -> tuple[ListwiseTask,
     if body.permutations is not None:
         if body.mode != "consensus":
             raise client_error("permutations", "explicit permutations only apply to mode 'consensus'")
-        if len(body.permutations) > 64:
-            raise client_error("permutations", "at most 64 permutations")
+        if len(body.permutations) > MAX_K:
+            raise client_error("permutations", f"at most {MAX_K} permutations")
         try:
             explicit = perms.validate_explicit(body.permutations, n)
         except ValueError as exc:
@@ -104,15 +92,9 @@ def build_task(body: ListwiseRequest, services: Services) -> tuple[ListwiseTask,
         permutations=explicit,
         oracle_best=body.oracle_best,
         cache_mode=body.cache,
+        model=model.string,
     )
-    return task, model
-
-
-def cost_usd(services: Services, model: str, usage: Usage) -> float | None:
-    price = services.settings.prices.get(model)
-    if price is None:
-        return None
-    return round((usage.input_tokens * price[0] + usage.output_tokens * price[1]) / 1_000_000, 6)
+    return task
 
 
 def _run_out(run: RunRecord) -> RunOut:
@@ -123,28 +105,12 @@ def _run_out(run: RunRecord) -> RunOut:
         order=run.order,
         sample=run.sample,
         rank_source=result.rank_source if result else None,
-        judgments=(
-            {
-                cid: JudgmentOut(
-                    score=j.score,
-                    rank=j.rank,
-                    major_error=j.major_error,
-                    hallucinated_specificity=j.hallucinated_specificity,
-                    calibrated_uncertainty=j.calibrated_uncertainty,
-                    rationale=j.rationale,
-                )
-                for cid, j in result.judgments.items()
-            }
-            if result
-            else None
-        ),
+        judgments=({cid: JudgmentOut.model_validate(j) for cid, j in result.judgments.items()} if result else None),
         top_set=cons.top_set(result) if result else None,
         cached=run.cached,
         latency_ms=run.latency_ms,
         error=run.error,
-        input_tokens=run.usage.input_tokens,
-        output_tokens=run.usage.output_tokens,
-        cached_tokens=run.usage.cached_tokens,
+        **run.usage.as_dict(),
     )
 
 
@@ -162,16 +128,7 @@ def to_response(result: ListwiseResult, request_id: str, include_runs: bool, ser
         winners=c.winners,
         ranking=c.ranking,
         candidates=[
-            CandidateOut(
-                id=cid,
-                consensus=round(v.consensus, 4),
-                mean_score=round(v.mean_score, 4),
-                borda=round(v.borda, 4),
-                top_vote=round(v.top_vote, 4),
-                uncertainty=round(v.uncertainty, 4),
-                major_error=round(v.major_error, 4),
-                hallucinated_specificity=round(v.hallucinated_specificity, 4),
-            )
+            CandidateOut(id=cid, **{name: round(value, 4) for name, value in v.as_dict().items()})
             for cid, v in c.candidates.items()
         ],
         runs=[_run_out(r) for r in result.runs] if include_runs else None,
@@ -188,10 +145,8 @@ def to_response(result: ListwiseResult, request_id: str, include_runs: bool, ser
         usage=UsageOut(
             backend_calls=result.backend_calls,
             cache_hits=result.cache_hits,
-            input_tokens=result.usage.input_tokens,
-            output_tokens=result.usage.output_tokens,
-            cached_tokens=result.usage.cached_tokens,
-            cost_usd=cost_usd(services, result.model, result.usage),
+            cost_usd=services.judge.cost_usd(result.model, result.usage),
+            **result.usage.as_dict(),
         ),
         degraded=result.degraded,
     )

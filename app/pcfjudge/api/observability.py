@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
 from fastapi import APIRouter, Request, Response
 
 from pcfjudge import metrics as m
+from pcfjudge.api.errors import backend_failure
 from pcfjudge.judging.consensus import top_set
+from pcfjudge.judging.failures import JudgingFailed
 from pcfjudge.judging.listwise import ListwiseResult
 from pcfjudge.judging.pairwise import PairwiseResult
 
 router = APIRouter()
+R = TypeVar("R")
 JUDGE_ROUTES = ("/judge/listwise", "/judge/pairwise")
 
 
@@ -92,5 +96,10 @@ def record_pairwise(result: PairwiseResult) -> None:
         m.OVERRIDES.inc()
 
 
-def record_failure(endpoint: str, reason: str) -> None:
-    m.FAILED.labels(endpoint, reason).inc()
+async def judged(endpoint: str, judgment: Awaitable[R]) -> R:
+    """Await a judgment; a ``JudgingFailed`` is counted for ``endpoint`` and becomes its 502/503/504 JSON error."""
+    try:
+        return await judgment
+    except JudgingFailed as exc:
+        m.FAILED.labels(endpoint, exc.kind).inc()
+        raise backend_failure(exc) from None

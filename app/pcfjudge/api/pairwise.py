@@ -1,20 +1,17 @@
-"""POST /judge/pairwise (APOCJudge): validate, judge through ``pcfjudge.judging.pairwise``, shape the response."""
+"""POST /judge/pairwise (APOCJudge): validate, judge through ``services.judge``, shape the response."""
 
 from __future__ import annotations
 
 from fastapi import APIRouter, Request
 
 from pcfjudge.api.deps import ServicesDep
-from pcfjudge.api.errors import backend_failure
-from pcfjudge.api.listwise import ERROR_RESPONSES, cost_usd
-from pcfjudge.api.observability import record_failure, record_pairwise
+from pcfjudge.api.listwise import ERROR_RESPONSES
+from pcfjudge.api.observability import judged, record_pairwise
 from pcfjudge.api.pairwise_schemas import EstimationOut, KeyedOut, PairwiseRequest, PairwiseResponse, PassOut
 from pcfjudge.api.schemas import UsageOut
 from pcfjudge.api.validate import check_texts, resolve_model
-from pcfjudge.backends.registry import ResolvedModel
 from pcfjudge.judging import apoc
-from pcfjudge.judging.listwise import JudgingFailed
-from pcfjudge.judging.pairwise import PairwiseResult, PairwiseTask, PassRecord, judge_pairwise
+from pcfjudge.judging.pairwise import PairwiseResult, PairwiseTask, PassRecord
 from pcfjudge.judging.pairwise_prompts import KEYED_VERSION, PAIRWISE_VERSION
 from pcfjudge.services import Services
 
@@ -26,32 +23,21 @@ router = APIRouter()
 )
 async def judge_pairwise_route(body: PairwiseRequest, request: Request, services: ServicesDep) -> PairwiseResponse:
     """APOCJudge: judge both orders; on disagreement accept the swapped verdict only if a keyed pass confirms it."""
-    task, model = build_task(body, services)
-    try:
-        result = await judge_pairwise(
-            task,
-            model,
-            services.runner,
-            services.decoding_params(model.provider),
-            timeout_s=services.settings.request_timeout_s,
-        )
-    except JudgingFailed as exc:
-        record_failure("/judge/pairwise", exc.kind)
-        raise backend_failure(exc.status, exc.kind, exc.detail, exc.retry_after) from None
+    result = await judged("/judge/pairwise", services.judge.pairwise(build_task(body, services)))
     record_pairwise(result)
     response = to_response(result, request.state.request_id, body.include_runs, services)
-    services.metrics.cost(model.provider, model.string, response.usage.cost_usd)
+    services.metrics.cost(result.model, response.usage.cost_usd)
     return response
 
 
-def build_task(body: PairwiseRequest, services: Services) -> tuple[PairwiseTask, ResolvedModel]:
+def build_task(body: PairwiseRequest, services: Services) -> PairwiseTask:
     """Turn a request into a pairwise task, refusing (422, naming the field) anything the service cannot do.
 
     Identical responses are allowed (a consistent judge calls them a tie).
     """
     check_texts(services, body.question, {"response_a": body.response_a, "response_b": body.response_b})
     model = resolve_model(services, body.model, body.oracle_best)
-    task = PairwiseTask(
+    return PairwiseTask(
         question=body.question,
         response_a=body.response_a,
         response_b=body.response_b,
@@ -59,8 +45,8 @@ def build_task(body: PairwiseRequest, services: Services) -> tuple[PairwiseTask,
         estimation=body.estimation,
         oracle_best=body.oracle_best,
         cache_mode=body.cache,
+        model=model.string,
     )
-    return task, model
 
 
 def _pass_out(p: PassRecord) -> PassOut:
@@ -75,9 +61,7 @@ def _pass_out(p: PassRecord) -> PassOut:
         cached=p.cached,
         latency_ms=p.latency_ms,
         error=p.error,
-        input_tokens=p.usage.input_tokens,
-        output_tokens=p.usage.output_tokens,
-        cached_tokens=p.usage.cached_tokens,
+        **p.usage.as_dict(),
     )
 
 
@@ -111,10 +95,8 @@ def to_response(result: PairwiseResult, request_id: str, include_runs: bool, ser
         usage=UsageOut(
             backend_calls=result.backend_calls,
             cache_hits=result.cache_hits,
-            input_tokens=result.usage.input_tokens,
-            output_tokens=result.usage.output_tokens,
-            cached_tokens=result.usage.cached_tokens,
-            cost_usd=cost_usd(services, result.model, result.usage),
+            cost_usd=services.judge.cost_usd(result.model, result.usage),
+            **result.usage.as_dict(),
         ),
         degraded=result.degraded,
     )

@@ -6,6 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from pcfjudge.types import MAX_K
+
 
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -23,7 +25,7 @@ class ListwiseRequest(Strict):
     candidates: list[CandidateIn | str] = Field(
         description='Candidate answers: {"id", "text"} objects or plain strings (which get ids "0", "1", …).'
     )
-    k: int | None = Field(default=None, ge=1, le=64, description="Permutations (runs) per execution; default 7.")
+    k: int | None = Field(default=None, ge=1, le=MAX_K, description="Permutations (runs) per execution; default 7.")
     mode: Literal["consensus", "direct", "repeated_canonical"] = "consensus"
     weights: str | dict[str, float] = Field(
         default="proposed",
@@ -56,6 +58,8 @@ class CandidateOut(BaseModel):
 
 
 class JudgmentOut(BaseModel):
+    model_config = ConfigDict(from_attributes=True)  # built from the core's ``CandidateJudgment``
+
     score: float
     rank: float
     major_error: bool

@@ -35,8 +35,8 @@ from pcfjudge.backends.base import (
 )
 from pcfjudge.backends.params import ANTHROPIC_EFFORTS
 from pcfjudge.backends.sdkerrors import public_url, scrub, status_error
-from pcfjudge.judging.types import Usage
 from pcfjudge.settings import Settings
+from pcfjudge.types import Usage
 
 KEY_ENV = "ANTHROPIC_API_KEY"
 _TOOL_DESCRIPTION = "Record your judgment. Call this exactly once with the complete judgment as its input."

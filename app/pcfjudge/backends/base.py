@@ -14,23 +14,9 @@ of permutations, consensus or HTTP; parsing and validation happen in the judging
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
-from pcfjudge.judging.types import Usage
-
-CallKind = Literal["listwise", "pairwise", "keyed"]
-
-
-@dataclass(frozen=True, slots=True)
-class DecodingParams:
-    """Decoding parameters; all of them are part of the cache key."""
-
-    temperature: float | None = 0.0
-    max_output_tokens: int = 2048
-    reasoning_effort: str | None = None
-
-    def key(self) -> str:
-        return f"t={self.temperature}|max={self.max_output_tokens}|re={self.reasoning_effort}"
+from pcfjudge.types import CallKind, DecodingParams, Usage
 
 
 @dataclass(frozen=True, slots=True)

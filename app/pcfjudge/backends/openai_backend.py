@@ -28,8 +28,8 @@ from pcfjudge.backends.base import (
     Truncated,
 )
 from pcfjudge.backends.sdkerrors import public_url, scrub, status_error
-from pcfjudge.judging.types import Usage
 from pcfjudge.settings import Settings
+from pcfjudge.types import Usage
 
 OutputMode = Literal["json_schema", "json_object", "prompt"]
 KEY_ENV = "OPENAI_API_KEY"

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from pcfjudge.backends.base import DecodingParams
 from pcfjudge.settings import Settings
+from pcfjudge.types import DecodingParams
 
 # Effort levels Anthropic's ``output_config.effort`` accepts; OpenAI's "none"/"minimal" have no Anthropic twin.
 ANTHROPIC_EFFORTS = frozenset({"low", "medium", "high", "xhigh", "max"})

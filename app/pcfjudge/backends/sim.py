@@ -25,8 +25,7 @@ from functools import lru_cache
 from typing import Any
 
 from pcfjudge.backends.base import Completion, JudgeCall, ProviderError
-from pcfjudge.judging.prompts import LABELS
-from pcfjudge.judging.types import Usage
+from pcfjudge.types import LABELS, Usage
 
 _HEDGES = re.compile(
     r"\b(not sure|uncertain|unclear|i don't know|i do not know|no (?:reliable )?evidence|cannot (?:be )?(?:verif|confirm)"

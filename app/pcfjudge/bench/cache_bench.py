@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 
 from pcfjudge.api.listwise import build_task, to_response
 from pcfjudge.api.schemas import ListwiseRequest
-from pcfjudge.judging.listwise import judge_listwise
 from pcfjudge.services import Services
 from pcfjudge.settings import Settings
 
@@ -63,14 +62,7 @@ async def _phase(name: str, services: Services, requests: list[ListwiseRequest],
     async def one(body: ListwiseRequest) -> None:
         async with gate:
             started = time.perf_counter()
-            task, model = build_task(body, services)
-            result = await judge_listwise(
-                task,
-                model,
-                services.runner,
-                services.decoding_params(model.provider),
-                timeout_s=services.settings.request_timeout_s,
-            )
+            result = await services.judge.listwise(build_task(body, services))
             to_response(result, "bench", True, services)
             phase.latencies_ms.append((time.perf_counter() - started) * 1000)
             phase.backend_calls += result.backend_calls

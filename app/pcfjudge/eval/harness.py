@@ -18,6 +18,7 @@ from pcfjudge.eval.progress import Estimate, Progress, confirm
 from pcfjudge.eval.report_fmt import is_simulation
 from pcfjudge.eval.runlog import LOG_NAME, RunLog
 from pcfjudge.settings import Settings
+from pcfjudge.types import MAX_K
 
 if TYPE_CHECKING:
     from pcfjudge.services import Services
@@ -68,13 +69,13 @@ def paid_run_gate(model: str, estimate: Estimate, price: tuple[float, float] | N
 
 
 def parse_ks(text: str) -> tuple[int, ...]:
-    """'3,5,7' -> (3, 5, 7); each K must be an integer in 1..64."""
+    """'3,5,7' -> (3, 5, 7); each K must be an integer in 1..MAX_K."""
     try:
         ks = sorted({int(part) for part in text.split(",") if part.strip()})
     except ValueError:
         raise ValueError(f"--k must be comma-separated integers such as 3,5,7 (got {text!r})") from None
-    if not ks or ks[0] < 1 or ks[-1] > 64:
-        raise ValueError(f"--k values must be between 1 and 64 (got {text!r})")
+    if not ks or ks[0] < 1 or ks[-1] > MAX_K:
+        raise ValueError(f"--k values must be between 1 and {MAX_K} (got {text!r})")
     return tuple(ks)
 
 

@@ -14,7 +14,8 @@ from typing import Any
 
 from pcfjudge.backends.registry import ResolvedModel
 from pcfjudge.eval.runlog import ReplayKey, RunKey
-from pcfjudge.judging.runner import CacheMode, CallOutcome, CallSpec, Runner
+from pcfjudge.judging.runner import CallOutcome, CallRunner, CallSpec
+from pcfjudge.types import CacheMode
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from pcfjudge.judging.types import CandidateJudgment, RunJudgments, Usage
+from pcfjudge.judging.types import CandidateJudgment, RunJudgments
+from pcfjudge.types import Usage
 
 LOG_NAME = "runs.jsonl"
 RunKey = tuple[str, str, int, int]  # item, protocol, execution, index

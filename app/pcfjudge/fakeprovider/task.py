@@ -13,9 +13,10 @@ import json
 import re
 from typing import Any
 
-from pcfjudge.backends.base import CallKind, JudgeCall
+from pcfjudge.backends.base import JudgeCall
 from pcfjudge.backends.sim import SimJudge, SimParams
 from pcfjudge.judging.prompts import read_blocks
+from pcfjudge.types import CallKind
 
 KINDS: dict[str, CallKind] = {
     "listwise_judgment": "listwise",

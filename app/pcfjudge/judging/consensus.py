@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 from pcfjudge.judging.types import RunJudgments
 
@@ -79,6 +79,10 @@ class CandidateConsensus:
     uncertainty: float
     major_error: float
     hallucinated_specificity: float
+
+    def as_dict(self) -> dict[str, float]:
+        """The statistics by field name, in declaration order."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
 @dataclass(frozen=True, slots=True)

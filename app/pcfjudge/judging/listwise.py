@@ -1,47 +1,31 @@
 """PCFJudge for one item: plan the runs, fetch them (cache → backend), map back to ids, aggregate (Alg. 1).
 
-Sample indices: run r of execution e uses sample ``e * 64 + r`` in repeated-canonical mode and ``e * 64`` for
-permuted runs, so a direct call, run 0 of PCFJudge and run 0 of repeated canonical are the same cache entry,
-and executions never share entries.
+Sample indices: run r of execution e uses sample ``e * SAMPLE_STRIDE + r`` in repeated-canonical mode and
+``e * SAMPLE_STRIDE`` for permuted runs, so a direct call, run 0 of PCFJudge and run 0 of repeated canonical are
+the same cache entry, and executions never share entries (a run index is below ``MAX_K`` = ``SAMPLE_STRIDE``).
 """
 
 from __future__ import annotations
 
-import asyncio
-import hashlib
-import json
 import math
 from collections import Counter
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Literal
 
-from pcfjudge.backends.base import DecodingParams, JudgeCall
+from pcfjudge.backends.base import JudgeCall
 from pcfjudge.backends.registry import ResolvedModel
 from pcfjudge.judging import consensus as cons
 from pcfjudge.judging import permutations as perms
+from pcfjudge.judging.failures import judging_failed
+from pcfjudge.judging.keys import cache_key, item_hash
 from pcfjudge.judging.parse import load_json_object, parse_listwise
-from pcfjudge.judging.prompts import LABELS, LISTWISE_VERSION, new_nonce, render_listwise
-from pcfjudge.judging.runner import CacheMode, CallOutcome, CallSpec, Runner
-from pcfjudge.judging.types import RunRecord, Usage
+from pcfjudge.judging.prompts import LISTWISE_VERSION, new_nonce, render_listwise
+from pcfjudge.judging.runner import CallOutcome, CallRunner, CallSpec
+from pcfjudge.judging.types import RunRecord
+from pcfjudge.types import LABELS, SAMPLE_STRIDE, CacheMode, DecodingParams, Usage
 
 Mode = Literal["consensus", "direct", "repeated_canonical"]
-SAMPLE_STRIDE = 64
-
-
-class JudgingFailed(Exception):
-    """Too few runs succeeded (below quorum). ``status`` is 502, 503 or 504; ``runs`` says what happened."""
-
-    def __init__(self, status: int, kind: str, detail: str, runs: list[RunRecord], retry_after: float | None) -> None:
-        super().__init__(detail)
-        self.status, self.kind, self.detail, self.runs, self.retry_after = (
-            status,
-            kind,
-            detail,
-            runs,
-            retry_after,
-        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +41,28 @@ class ListwiseTask:
     permutations: list[perms.Permutation] | None = None
     oracle_best: str | None = None  # for sim:oracle: the id of the truly best candidate
     cache_mode: CacheMode = "use"
+    model: str | None = None  # provider:model; None: the configured default
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedRun:
+    """One backend call a task makes: execution, run index, displayed order (indices), sample, cache key."""
+
+    execution: int
+    index: int
+    order: perms.Permutation
+    sample: int
+    key: str
+
+
+@dataclass(frozen=True, slots=True)
+class RunPlan:
+    """Every run of a task, executions in order; ``orders`` are one execution's displayed orders."""
+
+    item: str
+    orders: list[perms.Permutation]
+    k_requested: int
+    runs: list[PlannedRun]
 
 
 @dataclass(slots=True)
@@ -83,22 +89,7 @@ class ListwiseResult:
         self.degraded = any(r.error for r in self.runs)
 
 
-def item_hash(question: str, texts: Sequence[str], extra: dict[str, Any] | None = None) -> str:
-    """Hash of the canonical item: question, candidates in input order, anything else that shapes the answer."""
-    payload = json.dumps({"q": question, "c": list(texts), "x": extra or {}}, ensure_ascii=False, sort_keys=True)
-    return hashlib.sha256(payload.encode()).hexdigest()[:32]
-
-
-def cache_key(
-    item: str, kind: str, order: Sequence[int], model: str, sample: int, version: str, params: DecodingParams
-) -> str:
-    """One entry per backend call; the item hash is a Redis Cluster hash tag (all of an item's runs in one slot)."""
-    params_digest = hashlib.sha256(params.key().encode()).hexdigest()[:12]
-    perm = "-".join(map(str, order))
-    return f"pcfj:{{{item}}}:{kind}:{perm}:{model}:{sample}:{version}:{params_digest}"
-
-
-def plan(task: ListwiseTask) -> tuple[list[perms.Permutation], int]:
+def schedule(task: ListwiseTask) -> tuple[list[perms.Permutation], int]:
     """The displayed orders of one execution and the K requested."""
     n = len(task.ids)
     if task.mode == "direct":
@@ -110,6 +101,20 @@ def plan(task: ListwiseTask) -> tuple[list[perms.Permutation], int]:
     return perms.schedule(n, task.k, task.seed), task.k
 
 
+def plan_runs(task: ListwiseTask, model: str, params: DecodingParams) -> RunPlan:
+    """The runs ``task`` makes with ``model`` (a resolved provider:model string) and decoding ``params``."""
+    orders, k_requested = schedule(task)
+    oracle = _oracle_index(task)
+    item = item_hash(task.question, task.texts, {"oracle": oracle} if oracle is not None else None)
+    runs = []
+    for execution in range(task.executions):
+        for index, order in enumerate(orders):
+            sample = execution * SAMPLE_STRIDE + (index if task.mode == "repeated_canonical" else 0)
+            key = cache_key(item, "listwise", order, model, sample, LISTWISE_VERSION, params)
+            runs.append(PlannedRun(execution, index, order, sample, key))
+    return RunPlan(item, orders, k_requested, runs)
+
+
 def required_ok(total: int, quorum: float | None) -> int:
     """Successful runs needed: a strict majority by default, else ceil(quorum · total)."""
     return total // 2 + 1 if quorum is None else max(1, math.ceil(quorum * total - 1e-9))
@@ -118,75 +123,92 @@ def required_ok(total: int, quorum: float | None) -> int:
 async def judge_listwise(
     task: ListwiseTask,
     model: ResolvedModel,
-    runner: Runner,
+    runner: CallRunner,
     params: DecodingParams,
     *,
-    timeout_s: float,
+    deadline: float,
     quorum: float | None = None,
 ) -> ListwiseResult:
-    orders, k_requested = plan(task)
-    n = len(task.ids)
-    labels = LABELS[:n]
-    oracle_index = task.ids.index(task.oracle_best) if task.oracle_best is not None else None
-    item = item_hash(task.question, task.texts, {"oracle": oracle_index} if oracle_index is not None else None)
-    nonce = new_nonce()
-    records: list[RunRecord] = []
-    specs: list[CallSpec] = []
-    for execution in range(task.executions):
-        for index, order in enumerate(orders):
-            sample = execution * SAMPLE_STRIDE + (index if task.mode == "repeated_canonical" else 0)
-            prompt = render_listwise(task.question, [task.texts[i] for i in order], nonce)
-            call = JudgeCall(
-                kind="listwise",
-                model=model.name,
-                system=prompt.system,
-                prefix=prompt.prefix,
-                body=prompt.body,
-                schema_name=prompt.schema_name,
-                schema=prompt.schema,
-                question=task.question,
-                displayed=tuple(task.texts[i] for i in order),
-                sample=sample,
-                params=params,
-                oracle_position=order.index(oracle_index) if oracle_index is not None else None,
-            )
-            key = cache_key(item, "listwise", order, model.string, sample, prompt.version, params)
-            specs.append(CallSpec(key, call, partial(_validate, labels=labels), prompt.version))
-            records.append(RunRecord(execution, index, [task.ids[i] for i in order], sample))
-
-    loop = asyncio.get_running_loop()
-    outcomes = await runner.run(specs, model, deadline=loop.time() + timeout_s, cache_mode=task.cache_mode)
+    """Judge one item (use ``Judge.listwise``, which supplies the rest); raises ``failures.JudgingFailed`` below quorum."""
+    plan = plan_runs(task, model.string, params)
+    records = [RunRecord(r.execution, r.index, [task.ids[i] for i in r.order], r.sample) for r in plan.runs]
+    specs = _specs(task, plan, model, params)
+    outcomes = await runner.run(specs, model, deadline=deadline, cache_mode=task.cache_mode)
+    labels = LABELS[: len(task.ids)]
     for record, outcome in zip(records, outcomes, strict=True):
         _fill(record, outcome, labels, task.ids)
+    ok = sum(1 for r in records if r.result is not None)
+    needed = required_ok(len(records), quorum)
+    if ok < needed:
+        failed = [o for o in outcomes if o.answer is None]
+        kinds = Counter(o.error or "error" for o in failed)
+        summary = ", ".join(f"{count}× {k}" for k, count in kinds.most_common())
+        detail = f"only {ok} of {len(records)} judge runs succeeded (need {needed}); failures: {summary}"
+        raise judging_failed(failed, detail, records)
+    return _result(task, model.string, plan, records, outcomes, needed)
 
-    total = len(records)
-    ok = [r for r in records if r.result is not None]
-    needed = required_ok(total, quorum)
-    if len(ok) < needed:
-        raise _below_quorum(records, outcomes, len(ok), needed)
 
-    by_exec = [[r.result for r in ok if r.execution == e and r.result is not None] for e in range(task.executions)]
+def _oracle_index(task: ListwiseTask) -> int | None:
+    return task.ids.index(task.oracle_best) if task.oracle_best is not None else None
+
+
+def _specs(task: ListwiseTask, plan: RunPlan, model: ResolvedModel, params: DecodingParams) -> list[CallSpec]:
+    """The calls of the plan, each prompt rendered for its displayed order (one framing nonce per request)."""
+    nonce = new_nonce()
+    oracle = _oracle_index(task)
+    validate = partial(_validate, labels=LABELS[: len(task.ids)])
+    specs = []
+    for run in plan.runs:
+        displayed = tuple(task.texts[i] for i in run.order)
+        prompt = render_listwise(task.question, displayed, nonce)
+        call = JudgeCall(
+            kind="listwise",
+            model=model.name,
+            system=prompt.system,
+            prefix=prompt.prefix,
+            body=prompt.body,
+            schema_name=prompt.schema_name,
+            schema=prompt.schema,
+            question=task.question,
+            displayed=displayed,
+            sample=run.sample,
+            params=params,
+            oracle_position=run.order.index(oracle) if oracle is not None else None,
+        )
+        specs.append(CallSpec(run.key, call, validate, prompt.version))
+    return specs
+
+
+def _result(
+    task: ListwiseTask,
+    model: str,
+    plan: RunPlan,
+    records: list[RunRecord],
+    outcomes: list[CallOutcome],
+    quorum: int,
+) -> ListwiseResult:
+    ok = [r.result for r in records if r.result is not None]
+    by_exec = [[r.result for r in records if r.execution == e and r.result is not None] for e in range(task.executions)]
     consensus = cons.aggregate(task.ids, by_exec, task.weights)
-    tops = [cons.top_set(r.result) for r in ok if r.result is not None]
+    tops = [cons.top_set(r) for r in ok]
     winners = set(consensus.winners)
-    first = records[0]
-    direct = cons.top_set(first.result) if first.result is not None else None
+    first = records[0].result
     return ListwiseResult(
-        model=model.string,
+        model=model,
         mode=task.mode,
-        k=len(orders),
-        k_requested=k_requested,
-        k_capped=task.mode == "consensus" and task.permutations is None and len(orders) < task.k,
+        k=len(plan.orders),
+        k_requested=plan.k_requested,
+        k_capped=task.mode == "consensus" and task.permutations is None and len(plan.orders) < task.k,
         weights=task.weights,
         consensus=consensus,
         runs=records,
-        direct_winners=direct,
+        direct_winners=cons.top_set(first) if first is not None else None,
         agreement=sum(1 for t in tops if winners.intersection(t)) / len(tops),
         order_sensitive=len({frozenset(t) for t in tops}) > 1,
         usage=sum((r.usage for r in records), Usage()),
         backend_calls=sum(1 for o in outcomes if not o.cached),
         cache_hits=sum(1 for o in outcomes if o.cached),
-        quorum=needed,
+        quorum=quorum,
     )
 
 
@@ -204,14 +226,3 @@ def _fill(record: RunRecord, outcome: CallOutcome, labels: str, ids: list[str]) 
     run = parse_listwise(outcome.answer, list(labels), record.order)
     # Present judgments in the input order of candidate ids.
     record.result = type(run)({cid: run.judgments[cid] for cid in ids}, run.rank_source)
-
-
-def _below_quorum(records: list[RunRecord], outcomes: list[CallOutcome], ok: int, needed: int) -> JudgingFailed:
-    failed = [o for o in outcomes if o.answer is None]
-    status, _ = Counter(o.status or 502 for o in failed).most_common(1)[0]
-    kinds = Counter(o.error or "error" for o in failed)
-    kind = {503: "backend_overloaded", 504: "backend_timeout"}.get(status, "backend_error")
-    summary = ", ".join(f"{count}× {k}" for k, count in kinds.most_common())
-    retry_after = max((o.retry_after for o in failed if o.retry_after is not None), default=None)
-    detail = f"only {ok} of {len(records)} judge runs succeeded (need {needed}); failures: {summary}"
-    return JudgingFailed(status, kind, detail, records, retry_after)

@@ -4,7 +4,7 @@ The decision rules (ties, overrides, failures, preference strength) live in ``pc
 there; this module only plans the passes, fetches them through the ``Runner`` (cache → backend, one cache entry
 per pass) and validates and maps their answers.
 
-Passes and cache entries (``cache_key(item, kind, order, model, sample, version, params)``):
+Passes and cache entries (``plan_passes``; ``cache_key(item, kind, order, model, sample, version, params)``):
   direct   kind "pairwise", order (0, 1): response_a shown first as "A"           version pairwise-v1
   swapped  kind "pairwise", order (1, 0): response_b shown first; verdict unswapped version pairwise-v1
   keyed    kind "keyed",    order (0, 1): original order                           version keyed-v1
@@ -14,22 +14,21 @@ If both orders fail the request fails (``JudgingFailed``, 502/503/504 as for lis
 
 from __future__ import annotations
 
-import asyncio
-from collections import Counter
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Literal
 
-from pcfjudge.backends.base import DecodingParams, JudgeCall
+from pcfjudge.backends.base import JudgeCall
 from pcfjudge.backends.registry import ResolvedModel
 from pcfjudge.judging import apoc
 from pcfjudge.judging.estimation import EstimationCheck, check_estimation
-from pcfjudge.judging.listwise import JudgingFailed, cache_key, item_hash
-from pcfjudge.judging.pairwise_prompts import VERDICTS, render_keyed, render_pairwise
+from pcfjudge.judging.failures import JudgingFailed, judging_failed
+from pcfjudge.judging.keys import cache_key, item_hash
+from pcfjudge.judging.pairwise_prompts import KEYED_VERSION, PAIRWISE_VERSION, VERDICTS, render_keyed, render_pairwise
 from pcfjudge.judging.parse import OutputError, load_json_object
 from pcfjudge.judging.prompts import Prompt, new_nonce
-from pcfjudge.judging.runner import CacheMode, CallOutcome, CallSpec, Runner
-from pcfjudge.judging.types import Usage
+from pcfjudge.judging.runner import CallOutcome, CallRunner, CallSpec
+from pcfjudge.types import CacheMode, DecodingParams, Usage
 
 PassName = Literal["direct", "swapped", "keyed"]
 ORDERS: dict[PassName, tuple[int, int]] = {"direct": (0, 1), "swapped": (1, 0), "keyed": (0, 1)}
@@ -45,6 +44,18 @@ class PairwiseTask:
     oracle_best: Literal["A", "B"] | None = None  # sim:oracle only: the truly better response
     sample: int = 0
     cache_mode: CacheMode = "use"
+    model: str | None = None  # provider:model; None: the configured default
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedPass:
+    """One pass a pair makes: its displayed order, call kind, prompt version and cache key."""
+
+    name: PassName
+    order: tuple[int, int]
+    kind: Literal["pairwise", "keyed"]
+    version: str
+    key: str
 
 
 @dataclass(slots=True)
@@ -110,25 +121,43 @@ def validate_answer(text: str, *, keyed: bool) -> dict[str, Any]:
     return out
 
 
+def _oracle(task: PairwiseTask) -> int | None:
+    return {"A": 0, "B": 1}.get(task.oracle_best) if task.oracle_best is not None else None
+
+
+def plan_passes(task: PairwiseTask, model: str, params: DecodingParams) -> dict[PassName, PlannedPass]:
+    """The passes a pair can make with ``model`` (a resolved provider:model string); the keyed one only runs when
+    the orders disagree."""
+    oracle = _oracle(task)
+    item = item_hash(
+        task.question, (task.response_a, task.response_b), {"oracle": oracle} if oracle is not None else None
+    )
+    passes: dict[PassName, PlannedPass] = {}
+    for name, order in ORDERS.items():
+        kind: Literal["pairwise", "keyed"] = "keyed" if name == "keyed" else "pairwise"
+        version = KEYED_VERSION if name == "keyed" else PAIRWISE_VERSION
+        key = cache_key(item, kind, order, model, task.sample, version, params)
+        passes[name] = PlannedPass(name, order, kind, version, key)
+    return passes
+
+
 class _Planner:
-    """Builds the CallSpec of each pass of one request (shared item hash, nonce and decoding parameters)."""
+    """Builds the CallSpec of each pass of one request (shared plan, nonce and decoding parameters)."""
 
     def __init__(self, task: PairwiseTask, model: ResolvedModel, params: DecodingParams) -> None:
         self.task, self.model, self.params = task, model, params
         self.texts = (task.response_a, task.response_b)
-        oracle = {"A": 0, "B": 1}.get(task.oracle_best) if task.oracle_best is not None else None
-        self.oracle = oracle
-        self.item = item_hash(task.question, self.texts, {"oracle": oracle} if oracle is not None else None)
+        self.oracle = _oracle(task)
+        self.passes = plan_passes(task, model.string, params)
         self.nonce = new_nonce()
 
     def spec(self, name: PassName) -> tuple[CallSpec, PassRecord]:
-        order = ORDERS[name]
-        displayed = tuple(self.texts[i] for i in order)
+        planned = self.passes[name]
+        displayed = tuple(self.texts[i] for i in planned.order)
         keyed = name == "keyed"
         prompt: Prompt = (render_keyed if keyed else render_pairwise)(self.task.question, displayed, self.nonce)
-        kind: Literal["pairwise", "keyed"] = "keyed" if keyed else "pairwise"
         call = JudgeCall(
-            kind=kind,
+            kind=planned.kind,
             model=self.model.name,
             system=prompt.system,
             prefix=prompt.prefix,
@@ -139,19 +168,17 @@ class _Planner:
             displayed=displayed,
             sample=self.task.sample,
             params=self.params,
-            oracle_position=order.index(self.oracle) if self.oracle is not None else None,
+            oracle_position=planned.order.index(self.oracle) if self.oracle is not None else None,
         )
-        key = cache_key(self.item, kind, order, self.model.string, self.task.sample, prompt.version, self.params)
-        spec = CallSpec(key, call, partial(validate_answer, keyed=keyed), prompt.version)
-        return spec, PassRecord(name, order, prompt.version)
+        spec = CallSpec(planned.key, call, partial(validate_answer, keyed=keyed), prompt.version)
+        return spec, PassRecord(name, planned.order, prompt.version)
 
 
 async def judge_pairwise(
-    task: PairwiseTask, model: ResolvedModel, runner: Runner, params: DecodingParams, *, timeout_s: float
+    task: PairwiseTask, model: ResolvedModel, runner: CallRunner, params: DecodingParams, *, deadline: float
 ) -> PairwiseResult:
-    """Run APOCJudge on one pair; raises ``JudgingFailed`` only when both order passes fail."""
+    """Run APOCJudge on one pair (use ``Judge.pairwise``); raises ``JudgingFailed`` only when both orders fail."""
     planner = _Planner(task, model, params)
-    deadline = asyncio.get_running_loop().time() + timeout_s
     estimation = check_estimation(task.question, task.estimation)
 
     (direct_spec, direct), (swapped_spec, swapped) = planner.spec("direct"), planner.spec("swapped")
@@ -197,12 +224,8 @@ def _fill(record: PassRecord, outcome: CallOutcome) -> None:
 
 def _orders_failed(outcomes: list[CallOutcome]) -> JudgingFailed:
     """Both order passes failed: 502/503/504 by the most common failure status, as for listwise."""
-    status, _ = Counter(o.status or 502 for o in outcomes).most_common(1)[0]
-    kind = {503: "backend_overloaded", 504: "backend_timeout"}.get(status, "backend_error")
     failures = "; ".join(
         f"{name}: {o.error}" + (f" ({o.detail})" if o.detail else "")
         for name, o in zip(("direct", "swapped"), outcomes, strict=True)
     )
-    retry_after = max((o.retry_after for o in outcomes if o.retry_after is not None), default=None)
-    detail = f"both order passes of the pairwise judgment failed; {failures}"
-    return JudgingFailed(status, kind, detail, [], retry_after)
+    return judging_failed(outcomes, f"both order passes of the pairwise judgment failed; {failures}")

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from pcfjudge.judging.consensus import ranks_from_scores
-from pcfjudge.judging.types import CandidateJudgment, RunJudgments
+from pcfjudge.judging.types import CandidateJudgment, RankSource, RunJudgments
 
 
 class OutputError(ValueError):
@@ -49,6 +49,31 @@ def parse_listwise(answer: str | dict[str, Any], labels: Sequence[str], ids: Seq
     ranking when it is a permutation of the labels, otherwise from the scores (ties share the average rank).
     """
     data = load_json_object(answer) if isinstance(answer, str) else answer
+    by_label = _entries_by_label(data, labels)
+    scores = {label: _score(by_label[label], label) for label in labels}
+    ranking = data.get("ranking")
+    if isinstance(ranking, list) and sorted(map(str, ranking)) == sorted(labels) and len(ranking) == len(labels):
+        ranks: dict[str, float] = {str(label): float(pos + 1) for pos, label in enumerate(ranking)}
+        rank_source: RankSource = "judge"
+    else:
+        ranks, rank_source = ranks_from_scores(scores), "scores"
+    judgments: dict[str, CandidateJudgment] = {}
+    for label, cid in zip(labels, ids, strict=True):
+        entry = by_label[label]
+        rationale = entry.get("rationale", "")
+        judgments[cid] = CandidateJudgment(
+            score=scores[label],
+            rank=ranks[label],
+            major_error=_flag(entry, "major_error", label),
+            hallucinated_specificity=_flag(entry, "hallucinated_specificity", label),
+            calibrated_uncertainty=_flag(entry, "calibrated_uncertainty", label),
+            rationale=rationale if isinstance(rationale, str) else str(rationale),
+        )
+    return RunJudgments(judgments=judgments, rank_source=rank_source)
+
+
+def _entries_by_label(data: dict[str, Any], labels: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """The answer's candidate entries by label: every displayed label exactly once, nothing else."""
     entries = data.get("candidates")
     if not isinstance(entries, list):
         raise OutputError("invalid_output", "answer has no 'candidates' list")
@@ -64,34 +89,13 @@ def parse_listwise(answer: str | dict[str, Any], labels: Sequence[str], ids: Seq
     missing = [label for label in labels if label not in by_label]
     if missing:
         raise OutputError("wrong_labels", f"labels not judged: {', '.join(missing)}")
+    return by_label
 
-    scores: dict[str, float] = {}
-    for label in labels:
-        score = by_label[label].get("score")
-        if isinstance(score, bool) or not isinstance(score, int | float) or not math.isfinite(score):
-            raise OutputError("invalid_output", f"candidate {label}: score must be a number")
-        if not 0 <= score <= 100:
-            raise OutputError("invalid_output", f"candidate {label}: score {score} is outside 0-100")
-        scores[label] = float(score)
 
-    ranking = data.get("ranking")
-    if isinstance(ranking, list) and sorted(map(str, ranking)) == sorted(labels) and len(ranking) == len(labels):
-        ranks: dict[str, float] = {str(label): float(pos + 1) for pos, label in enumerate(ranking)}
-        rank_source: str = "judge"
-    else:
-        ranks = ranks_from_scores(scores)
-        rank_source = "scores"
-
-    judgments: dict[str, CandidateJudgment] = {}
-    for label, cid in zip(labels, ids, strict=True):
-        entry = by_label[label]
-        rationale = entry.get("rationale", "")
-        judgments[cid] = CandidateJudgment(
-            score=scores[label],
-            rank=ranks[label],
-            major_error=_flag(entry, "major_error", label),
-            hallucinated_specificity=_flag(entry, "hallucinated_specificity", label),
-            calibrated_uncertainty=_flag(entry, "calibrated_uncertainty", label),
-            rationale=rationale if isinstance(rationale, str) else str(rationale),
-        )
-    return RunJudgments(judgments=judgments, rank_source="judge" if rank_source == "judge" else "scores")
+def _score(entry: dict[str, Any], label: str) -> float:
+    score = entry.get("score")
+    if isinstance(score, bool) or not isinstance(score, int | float) or not math.isfinite(score):
+        raise OutputError("invalid_output", f"candidate {label}: score must be a number")
+    if not 0 <= score <= 100:
+        raise OutputError("invalid_output", f"candidate {label}: score {score} is outside 0-100")
+    return float(score)

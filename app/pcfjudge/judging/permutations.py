@@ -22,14 +22,14 @@ import random
 from collections.abc import Sequence
 from functools import lru_cache
 
-Permutation = tuple[int, ...]
+from pcfjudge.types import MAX_K
 
-_MAX_K = 64
+Permutation = tuple[int, ...]
 
 
 def max_k(n: int) -> int:
-    """The largest K a schedule for n candidates can have (n!, capped at the service maximum of 64)."""
-    return min(math.factorial(n), _MAX_K)
+    """The largest K a schedule for n candidates can have (n!, capped at MAX_K)."""
+    return min(math.factorial(n), MAX_K)
 
 
 def schedule(n: int, k: int, seed: int = 0) -> list[Permutation]:

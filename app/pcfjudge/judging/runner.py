@@ -16,17 +16,16 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 from pcfjudge.backends.base import BackendError, BackendTimeout, JudgeCall, Refused, Truncated
 from pcfjudge.backends.registry import ResolvedModel
 from pcfjudge.cache.flight import SharedFlight
 from pcfjudge.cache.memory import CacheValue
 from pcfjudge.judging.parse import OutputError
-from pcfjudge.judging.types import Usage
 from pcfjudge.observe import NOOP, Observer
+from pcfjudge.types import CacheMode, Usage
 
-CacheMode = Literal["use", "refresh", "bypass"]
 Validator = Callable[[str], dict[str, Any]]
 
 
@@ -64,7 +63,17 @@ class CallCache(Protocol):
     async def set(self, key: str, value: CacheValue) -> None: ...
 
 
+class CallRunner(Protocol):
+    """What the judges need to make their calls: ``Runner`` itself, or a wrapper such as eval's ``ReplayRunner``."""
+
+    async def run(
+        self, specs: Sequence[CallSpec], model: ResolvedModel, *, deadline: float, cache_mode: CacheMode = "use"
+    ) -> list[CallOutcome]: ...
+
+
 class Runner:
+    """The service's ``CallRunner``: cache, single flight (in process and across replicas), retries, deadline."""
+
     def __init__(
         self,
         cache: CallCache,
@@ -168,7 +177,7 @@ class Runner:
                 if cache_mode != "bypass":
                     value = {
                         "answer": answer,
-                        "usage": _usage_dict(usage),
+                        "usage": usage.as_dict(),
                         "prompt_version": spec.prompt_version,
                         "model": model.string,
                     }
@@ -203,14 +212,6 @@ class Runner:
 
 def _ms(started: float) -> float:
     return round((time.perf_counter() - started) * 1000, 3) if started else 0.0
-
-
-def _usage_dict(usage: Usage) -> dict[str, int]:
-    return {
-        "input_tokens": usage.input_tokens,
-        "output_tokens": usage.output_tokens,
-        "cached_tokens": usage.cached_tokens,
-    }
 
 
 def _failure(exc: BackendError | OutputError, started: float, usage: Usage | None = None) -> CallOutcome:

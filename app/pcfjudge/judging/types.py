@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from pcfjudge.types import Usage
+
 RankSource = Literal["judge", "scores"]
 
 
@@ -26,22 +28,6 @@ class RunJudgments:
 
     judgments: dict[str, CandidateJudgment]
     rank_source: RankSource = "judge"
-
-
-@dataclass(frozen=True, slots=True)
-class Usage:
-    """Token usage of backend calls; ``cached_tokens`` counts prompt tokens served from a provider cache."""
-
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cached_tokens: int = 0
-
-    def __add__(self, other: Usage) -> Usage:
-        return Usage(
-            self.input_tokens + other.input_tokens,
-            self.output_tokens + other.output_tokens,
-            self.cached_tokens + other.cached_tokens,
-        )
 
 
 @dataclass(slots=True)

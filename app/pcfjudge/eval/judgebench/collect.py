@@ -13,7 +13,6 @@ from typing import Any, Literal, get_args
 
 import httpx
 
-from pcfjudge.backends.base import DecodingParams
 from pcfjudge.backends.registry import ResolvedModel
 from pcfjudge.eval.harness import post_json
 from pcfjudge.eval.loaders import JudgeBenchPair
@@ -28,6 +27,7 @@ from pcfjudge.judging.pairwise_prompts import render_keyed, render_pairwise
 from pcfjudge.judging.prompts import new_nonce
 from pcfjudge.judging.runner import CallOutcome, CallSpec
 from pcfjudge.services import Services
+from pcfjudge.types import DecodingParams
 
 PROTOCOL = "apoc"
 PASSES: tuple[PassName, ...] = get_args(PassName)

@@ -1,31 +1,17 @@
-"""Benchmark loaders (paper §4.2, §4.4): JudgeBench pairs and RewardBench 2 best-of-4 items.
+"""RewardBench 2 best-of-4 items (paper §4.2) from JSONL, Parquet, the Hugging Face hub or in-memory records.
 
-Records become frozen dataclasses; malformed input raises ValueError naming the file and line (or row).
+Records become frozen ``FactualityItem``s; malformed input raises ValueError naming the file and line (or row).
 """
 
 from __future__ import annotations
 
-import json
 import random
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-_LABELS = frozenset({"A>B", "B>A", "A=B"})
-
-
-@dataclass(frozen=True)
-class JudgeBenchPair:
-    """One JudgeBench response pair; ``original_id`` is stringified (int for MMLU-Pro, null for LiveBench)."""
-
-    pair_id: str
-    original_id: str | None
-    source: str
-    question: str
-    response_a: str
-    response_b: str
-    label: str
+from pcfjudge.eval.records import check_limit, read_jsonl, str_field
 
 
 @dataclass(frozen=True)
@@ -39,66 +25,11 @@ class FactualityItem:
     subset: str
 
 
-def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Yield (line number, object) per non-blank line; bad JSON or non-object → ValueError at file:line."""
-    with path.open(encoding="utf-8") as handle:
-        for lineno, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}:{lineno}: invalid JSON: {exc.msg}") from exc
-            if not isinstance(record, dict):
-                raise ValueError(f"{path}:{lineno}: expected a JSON object, got {type(record).__name__}")
-            yield lineno, record
-
-
-def _check_limit(limit: int | None) -> None:
-    if limit is not None and limit < 0:
-        raise ValueError(f"limit must be non-negative, got {limit}")
-
-
-def _str_field(record: Mapping[str, Any], key: str, where: str) -> str:
-    value = record.get(key)
-    if not isinstance(value, str):
-        raise ValueError(f"{where}: field {key!r} must be a string, got {type(value).__name__}")
-    return value
-
-
 def _str_list(record: Mapping[str, Any], key: str, where: str) -> list[str]:
     value = record.get(key)
     if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
         raise ValueError(f"{where}: field {key!r} must be a list of strings")
     return list(value)
-
-
-def load_judgebench(path: Path, limit: int | None = None) -> list[JudgeBenchPair]:
-    """Read the first ``limit`` pairs of a JudgeBench JSONL split (fields response_A/response_B, label)."""
-    _check_limit(limit)
-    pairs: list[JudgeBenchPair] = []
-    if limit == 0:
-        return pairs
-    for lineno, record in read_jsonl(path):
-        where = f"{path}:{lineno}"
-        label = _str_field(record, "label", where)
-        if label not in _LABELS:
-            raise ValueError(f"{where}: unknown label {label!r}")
-        original_id = record.get("original_id")
-        pairs.append(
-            JudgeBenchPair(
-                pair_id=_str_field(record, "pair_id", where),
-                original_id=None if original_id is None else str(original_id),
-                source=_str_field(record, "source", where),
-                question=_str_field(record, "question", where),
-                response_a=_str_field(record, "response_A", where),
-                response_b=_str_field(record, "response_B", where),
-                label=label,
-            )
-        )
-        if len(pairs) == limit:
-            break  # stop before reading further lines
-    return pairs
 
 
 def _factuality_item(record: Mapping[str, Any], *, seed: int, subset: str, where: str) -> FactualityItem:
@@ -114,7 +45,7 @@ def _factuality_item(record: Mapping[str, Any], *, seed: int, subset: str, where
     random.Random(f"{seed}:{subset}:{raw_id}").shuffle(order)
     return FactualityItem(
         item_id=f"{subset}:{raw_id}",
-        prompt=_str_field(record, "prompt", where),
+        prompt=str_field(record, "prompt", where),
         candidates=tuple(texts[i] for i in order),
         correct_index=order.index(0),
         subset=subset,
@@ -124,13 +55,13 @@ def _factuality_item(record: Mapping[str, Any], *, seed: int, subset: str, where
 def _to_items(
     rows: Iterable[tuple[str, Mapping[str, Any]]], *, seed: int, limit: int | None, subset: str
 ) -> list[FactualityItem]:
-    _check_limit(limit)
+    check_limit(limit)
     items: list[FactualityItem] = []
     seen: set[str] = set()
     if limit == 0:
         return items
     for where, record in rows:
-        if _str_field(record, "subset", where) != subset:
+        if str_field(record, "subset", where) != subset:
             continue
         item = _factuality_item(record, seed=seed, subset=subset, where=where)
         if item.item_id in seen:

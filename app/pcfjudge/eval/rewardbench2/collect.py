@@ -14,7 +14,6 @@ from typing import Any
 
 import httpx
 
-from pcfjudge.backends.base import DecodingParams
 from pcfjudge.backends.registry import ResolvedModel
 from pcfjudge.eval.harness import post_json
 from pcfjudge.eval.loaders import FactualityItem
@@ -23,9 +22,10 @@ from pcfjudge.eval.replay import PlannedCall, ReplayRunner
 from pcfjudge.eval.runlog import RunLog, judgments_to_json, usage_json
 from pcfjudge.judging import listwise as lw
 from pcfjudge.judging.parse import parse_listwise
-from pcfjudge.judging.prompts import LABELS, new_nonce, render_listwise
+from pcfjudge.judging.prompts import new_nonce, render_listwise
 from pcfjudge.judging.runner import CallOutcome, CallSpec
 from pcfjudge.services import Services
+from pcfjudge.types import LABELS, DecodingParams
 
 ORACLE_MODEL = "sim:oracle"
 
