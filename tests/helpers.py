@@ -238,6 +238,11 @@ class FakeProvider:
         result: dict[str, Any] = response.json()
         return result
 
+    def last_body(self) -> dict[str, Any]:
+        """The JSON body of the last provider request the fake served."""
+        body: dict[str, Any] = self.calls(last=1)["requests"][-1]["body"]
+        return body
+
 
 @contextmanager
 def running_fake(config: FakeConfig | None = None) -> Iterator[FakeProvider]:

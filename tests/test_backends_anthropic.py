@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from contextlib import aclosing
 from typing import Any
 
 import pytest
@@ -23,14 +24,8 @@ def _backend(fake: FakeProvider, **client: Any) -> AnthropicBackend:
 
 @pytest.fixture
 async def backend(fake: FakeProvider) -> AsyncIterator[AnthropicBackend]:
-    b = _backend(fake)
-    yield b
-    await b.aclose()
-
-
-def _last_body(fake: FakeProvider) -> dict[str, Any]:
-    body: dict[str, Any] = fake.calls(last=1)["requests"][-1]["body"]
-    return body
+    async with aclosing(_backend(fake)) as b:
+        yield b
 
 
 async def test_request_forces_the_tool_and_marks_the_prefix_for_caching(
@@ -40,7 +35,7 @@ async def test_request_forces_the_tool_and_marks_the_prefix_for_caching(
     completion = await backend.complete(call)
 
     parse_listwise(completion.text, ["A", "B", "C"], ["a", "b", "c"])
-    body = _last_body(fake)
+    body = fake.last_body()
     assert body["model"] == "judge-y"
     assert body["max_tokens"] == 700
     assert "temperature" not in body  # this SDK's Messages API has no temperature parameter
@@ -67,7 +62,7 @@ async def test_reasoning_effort_goes_out_as_output_config(
     fake: FakeProvider, backend: AnthropicBackend, effort: str, sent: dict[str, str] | None
 ) -> None:
     await backend.complete(listwise_call(params=DecodingParams(temperature=None, reasoning_effort=effort)))
-    assert _last_body(fake).get("output_config") == sent
+    assert fake.last_body().get("output_config") == sent
 
 
 async def test_permutations_of_one_item_read_the_cached_prefix(backend: AnthropicBackend) -> None:
@@ -112,12 +107,9 @@ async def test_answer_without_the_tool_is_left_to_validation(fake: FakeProvider,
 
 async def test_rejected_key_is_scrubbed_and_not_retryable(fake: FakeProvider) -> None:
     fake.faults(expect_key="sk-ant-right-000000")
-    backend = _backend(fake, api_key="sk-ant-wrong-but-secret-99999")
-    try:
+    async with aclosing(_backend(fake, api_key="sk-ant-wrong-but-secret-99999")) as backend:
         with pytest.raises(ProviderError) as caught:
             await backend.complete(listwise_call())
-    finally:
-        await backend.aclose()
     assert "sk-ant-wrong-but-secret-99999" not in str(caught.value)
     assert "ANTHROPIC_API_KEY" in caught.value.detail
     assert not caught.value.retryable

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from contextlib import aclosing
 from typing import Any
 
 import pytest
@@ -10,7 +11,6 @@ from openai import AsyncOpenAI
 from pcfjudge.backends.base import (
     BackendError,
     BackendTimeout,
-    DecodingParams,
     ProviderError,
     RateLimited,
     Refused,
@@ -19,6 +19,7 @@ from pcfjudge.backends.base import (
 from pcfjudge.backends.openai_backend import OpenAIBackend, OutputMode, build_openai
 from pcfjudge.judging.parse import OutputError, load_json_object, parse_listwise
 from pcfjudge.settings import Settings
+from pcfjudge.types import DecodingParams
 
 from tests.helpers import CANDIDATES, OPENAI_KEY, FakeProvider, free_port, listwise_call
 
@@ -30,14 +31,8 @@ def _backend(fake: FakeProvider, mode: OutputMode = "json_schema", **client: Any
 
 @pytest.fixture
 async def backend(fake: FakeProvider) -> AsyncIterator[OpenAIBackend]:
-    b = _backend(fake)
-    yield b
-    await b.aclose()
-
-
-def _last_body(fake: FakeProvider) -> dict[str, Any]:
-    body: dict[str, Any] = fake.calls(last=1)["requests"][-1]["body"]
-    return body
+    async with aclosing(_backend(fake)) as b:
+        yield b
 
 
 async def test_request_carries_strict_schema_and_decoding_params(fake: FakeProvider, backend: OpenAIBackend) -> None:
@@ -46,7 +41,7 @@ async def test_request_carries_strict_schema_and_decoding_params(fake: FakeProvi
 
     run = parse_listwise(completion.text, ["A", "B", "C"], ["a", "b", "c"])
     assert set(run.judgments) == {"a", "b", "c"}
-    body = _last_body(fake)
+    body = fake.last_body()
     assert body["model"] == "judge-x"
     assert body["temperature"] == 0.0
     assert body["max_completion_tokens"] == 512
@@ -68,7 +63,7 @@ async def test_request_carries_strict_schema_and_decoding_params(fake: FakeProvi
 
 async def test_reasoning_effort_replaces_temperature(fake: FakeProvider, backend: OpenAIBackend) -> None:
     await backend.complete(listwise_call(params=DecodingParams(temperature=None, reasoning_effort="low")))
-    body = _last_body(fake)
+    body = fake.last_body()
     assert body["reasoning_effort"] == "low"
     assert "temperature" not in body
 
@@ -76,12 +71,9 @@ async def test_reasoning_effort_replaces_temperature(fake: FakeProvider, backend
 @pytest.mark.parametrize(("mode", "expected"), [("json_object", {"type": "json_object"}), ("prompt", None)])
 async def test_fallback_output_modes(fake: FakeProvider, mode: OutputMode, expected: dict[str, str] | None) -> None:
     """Servers without JSON-schema support: JSON mode or prompt-only JSON, validated the same way downstream."""
-    backend = _backend(fake, mode)
-    try:
+    async with aclosing(_backend(fake, mode)) as backend:
         completion = await backend.complete(listwise_call())
-    finally:
-        await backend.aclose()
-    assert _last_body(fake).get("response_format") == expected
+    assert fake.last_body().get("response_format") == expected
     parse_listwise(completion.text, ["A", "B", "C"], ["a", "b", "c"])
 
 
@@ -126,33 +118,24 @@ async def test_bad_json_is_left_to_validation(fake: FakeProvider, backend: OpenA
 
 async def test_sdk_timeout_is_backend_timeout(fake: FakeProvider) -> None:
     fake.faults(["slow"], slow_seconds=5)
-    backend = _backend(fake, timeout=0.3)
-    try:
+    async with aclosing(_backend(fake, timeout=0.3)) as backend:
         with pytest.raises(BackendTimeout):
             await backend.complete(listwise_call())
-    finally:
-        await backend.aclose()
 
 
 async def test_unreachable_server_is_provider_error() -> None:
     client = AsyncOpenAI(api_key=OPENAI_KEY, base_url=f"http://127.0.0.1:{free_port()}/v1", max_retries=0)
-    backend = OpenAIBackend(client)
-    try:
+    async with aclosing(OpenAIBackend(client)) as backend:
         with pytest.raises(ProviderError, match="cannot reach"):
             await backend.complete(listwise_call())
-    finally:
-        await backend.aclose()
 
 
 async def test_rejected_key_is_scrubbed_and_not_retryable(fake: FakeProvider) -> None:
     """The fake echoes a wrong key in its 401 body, as OpenAI does; the error we raise never carries it."""
     fake.faults(expect_key="sk-the-right-key-000000")
-    backend = _backend(fake, api_key="sk-wrong-key-but-secret-123456")
-    try:
+    async with aclosing(_backend(fake, api_key="sk-wrong-key-but-secret-123456")) as backend:
         with pytest.raises(ProviderError) as caught:
             await backend.complete(listwise_call())
-    finally:
-        await backend.aclose()
     assert "sk-wrong-key-but-secret-123456" not in str(caught.value)
     assert "OPENAI_API_KEY" in caught.value.detail
     assert not caught.value.retryable

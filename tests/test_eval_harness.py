@@ -36,7 +36,7 @@ def _run(judgments: dict[str, dict[str, Any]], rank_source: str) -> RunJudgments
 
 
 def recompute(lines: list[dict[str, Any]], k_max: int = 7, executions: int = 3) -> dict[str, Any]:
-    """An independent re-derivation of the tables from the raw log (not using pcfjudge.eval.rb2_analysis)."""
+    """An independent re-derivation of the tables from the raw log (not using pcfjudge.eval.rewardbench2.analysis)."""
     items: dict[str, dict[str, Any]] = {}
     for line in lines:
         assert line["error"] is None
@@ -199,7 +199,7 @@ def log_lines_valid(out: Path) -> list[dict[str, Any]]:
 
 def _displayed_index(data: Path) -> dict[tuple[str, ...], tuple[str, tuple[str, ...]]]:
     """Displayed texts -> (item id, displayed order of candidate ids), for the seed-0 candidate shuffle."""
-    from pcfjudge.eval.loaders import load_rewardbench2
+    from pcfjudge.eval.rewardbench2.loader import load_rewardbench2
     from pcfjudge.judging.permutations import schedule
 
     index: dict[tuple[str, ...], tuple[str, tuple[str, ...]]] = {}

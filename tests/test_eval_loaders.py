@@ -7,8 +7,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pcfjudge.eval.loaders import FactualityItem, load_judgebench, load_rewardbench2
+from pcfjudge.eval.judgebench.loader import load_judgebench
 from pcfjudge.eval.metrics import source_bucket
+from pcfjudge.eval.rewardbench2.loader import FactualityItem, load_rewardbench2
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -92,8 +93,7 @@ def test_rewardbench2_shuffle_is_seeded() -> None:
     assert [i.candidates for i in seed1] != [i.candidates for i in seed0]
     assert [sorted(i.candidates) for i in seed1] == [sorted(i.candidates) for i in seed0]
     assert all(
-        i.candidates[i.correct_index] == j.candidates[j.correct_index]
-        for i, j in zip(seed0, seed1, strict=True)
+        i.candidates[i.correct_index] == j.candidates[j.correct_index] for i, j in zip(seed0, seed1, strict=True)
     )
 
 

@@ -5,23 +5,29 @@ from __future__ import annotations
 import io
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pcfjudge.cli import main
-from pcfjudge.eval.harness import paid_run_gate
-from pcfjudge.eval.progress import Estimate
+from pcfjudge.eval.progress import Estimate, paid_run_gate
 
 SAMPLE = Path("/work/shared/data/rewardbench2/factuality-sample.jsonl")
 JUDGEBENCH = Path("/work/shared/data/judgebench/judgebench-gpt-4o.jsonl")
 NUMBERS = ("n", "direct", "final", "diagnostic", "k_curve", "weights")
 
 
+def local_and_remote(args: list[str], out: Path, server: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Run the eval ``args`` in process (into ``out/local``) and through ``server`` (``out/remote``): both summaries."""
+    assert main([*args, "--out", str(out / "local")]) == 0
+    assert main([*args, "--out", str(out / "remote"), "--server", server]) == 0
+    local, remote = (json.loads((out / d / "summary.json").read_text()) for d in ("local", "remote"))
+    return local, remote
+
+
 @pytest.mark.slow
 def test_rewardbench2_through_the_service_matches_in_process(serve_url: str, tmp_path: Path) -> None:
     common = ["eval", "rewardbench2", "--data", str(SAMPLE), "--k", "2,3", "--executions", "2"]
-    assert main([*common, "--out", str(tmp_path / "local")]) == 0
-    assert main([*common, "--out", str(tmp_path / "remote"), "--server", serve_url]) == 0
-    local, remote = (json.loads((tmp_path / d / "summary.json").read_text()) for d in ("local", "remote"))
+    local, remote = local_and_remote(common, tmp_path, serve_url)
     assert {k: local[k] for k in NUMBERS} == {k: remote[k] for k in NUMBERS}
     lines = (tmp_path / "remote" / "runs.jsonl").read_text().splitlines()
     assert len(lines) == 6 * (2 * 3 + 3)
@@ -33,9 +39,7 @@ def test_rewardbench2_through_the_service_matches_in_process(serve_url: str, tmp
 @pytest.mark.slow
 def test_judgebench_through_the_service_matches_in_process(serve_url: str, tmp_path: Path) -> None:
     common = ["eval", "judgebench", "--data", str(JUDGEBENCH), "--limit", "20", "--model", "sim:oracle"]
-    assert main([*common, "--out", str(tmp_path / "local")]) == 0
-    assert main([*common, "--out", str(tmp_path / "remote"), "--server", serve_url]) == 0
-    local, remote = (json.loads((tmp_path / d / "summary.json").read_text()) for d in ("local", "remote"))
+    local, remote = local_and_remote(common, tmp_path, serve_url)
     for key in ("n", "direct", "apocjudge", "per_source", "judgebench_two_game", "protocol"):
         assert local[key] == remote[key]
 

@@ -14,9 +14,8 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.helpers import ClientFactory, background_process, free_port, serve_process, wait_until
+from tests.helpers import ROOT, ClientFactory, background_process, free_port, serve_process, wait_until
 
-ROOT = Path(__file__).resolve().parents[1]
 LISTWISE = {"question": "2+2?", "candidates": ["4", "5", "four", "22"], "k": 4}
 PAIRWISE = {"question": "2+2?", "response_a": "4", "response_b": "5"}
 

@@ -272,7 +272,7 @@ async def test_waiting_on_another_replicas_lock_ends_at_the_deadline_without_a_c
 
 
 async def test_keys_of_several_items_are_fetched_with_one_mget_per_item(redis_server: RedisServer) -> None:
-    cache = RedisCache(connect(redis_server.url, timeout_s=1, connect_deadline=soon(1)), ttl_s=60)
+    cache = RedisCache(connect(redis_server.url, timeout_s=1, connect_timeout_s=1), ttl_s=60)
     try:
         await cache.set("pcfj:{item-a}:run0", {"answer": "a0"})
         await cache.set("pcfj:{item-b}:run0", {"answer": "b0"})

@@ -1,33 +1,129 @@
-"""What every ``pcfjudge eval`` benchmark command shares: the output-directory manifest, the paid-run gate,
-the reconstructed command line, and argument checks."""
+"""What every ``pcfjudge eval`` benchmark command shares: the collection (``collect``: one concurrency loop, the
+progress bar, the run log, in process or through ``--server``), the output-directory manifest and the error exits.
+
+A benchmark says only what to do for one item (a ``Collector``); in process it judges through the service's
+``Judge``, given a ``ReplayRunner`` by ``Session.judge_logged``, and never assembles runner, decoding parameters,
+deadline or quorum itself.
+"""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
 import json
-import shlex
 import sys
-from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import httpx
 
-from pcfjudge.eval.progress import Estimate, Progress, confirm
+from pcfjudge.eval.progress import Estimate, Progress, paid_run_gate
+from pcfjudge.eval.replay import ReplayRunner
 from pcfjudge.eval.report_fmt import is_simulation
-from pcfjudge.eval.runlog import LOG_NAME, RunLog
+from pcfjudge.eval.runlog import LOG_NAME, PlannedCall, RunLog
+from pcfjudge.judging.failures import JudgingFailed
+from pcfjudge.judging.listwise import ListwiseTask, RunPlan, plan_runs
+from pcfjudge.judging.pairwise import PairwiseTask, PassName, PlannedPass, plan_passes
+from pcfjudge.judging.runner import CallOutcome
 from pcfjudge.settings import Settings
-from pcfjudge.types import MAX_K
+from pcfjudge.types import DecodingParams
 
 if TYPE_CHECKING:
-    from pcfjudge.services import Services
+    from pcfjudge.judge import Judge
 
 MANIFEST = "manifest.json"
+ORACLE_MODEL = "sim:oracle"  # the simulated judge that is told the right answer (both benchmarks pass it)
+
+T = TypeVar("T")
+ItemT_contra = TypeVar("ItemT_contra", contravariant=True)
+LineOf = Callable[[PlannedCall, CallOutcome], dict[str, Any]]  # the log line of a call's in-process outcome
 
 
 class EvalError(Exception):
     """The evaluation cannot go on (bad settings, a refused request); the message says how to fix it."""
+
+
+class Planner(Protocol):
+    """The judge's plan of a task: the ``Judge`` itself in process, ``ServicePlanner`` through ``--server``."""
+
+    def plan_listwise(self, task: ListwiseTask) -> RunPlan: ...
+
+    def plan_pairwise(self, task: PairwiseTask) -> dict[PassName, PlannedPass]: ...
+
+
+class ServicePlanner:
+    """The plan of a task a deployed service judges (``--server``): its runs' executions, indices, orders, samples.
+
+    Those depend on the task alone, so they are the service's; the cache keys also depend on the service's
+    decoding parameters, which the client does not know, so these keys are placeholders and never used (nothing
+    is replayed locally through ``--server``).
+    """
+
+    def plan_listwise(self, task: ListwiseTask) -> RunPlan:
+        return plan_runs(task, task.model or "", DecodingParams())
+
+    def plan_pairwise(self, task: PairwiseTask) -> dict[PassName, PlannedPass]:
+        return plan_passes(task, task.model or "", DecodingParams())
+
+
+@dataclass
+class Session:
+    """One collection run: the run log, the progress bar, the plans, and the judge (in process) or the client of
+    the deployed service (``--server``)."""
+
+    log: RunLog
+    progress: Progress
+    planner: Planner
+    judge: Judge | None = None
+    client: httpx.AsyncClient | None = None
+    timeout_s: float | None = None  # per judging request (``--timeout``); None: the judge's own
+
+    def record(self, call: PlannedCall, line: dict[str, Any]) -> None:
+        """Log ``line`` (flushed now) and advance the bar, unless ``call`` already has a successful line."""
+        if call.key not in self.log.done:
+            self.log.append(line)
+            self.progress.advance(line, unplanned=call.optional)
+
+    async def judge_logged(
+        self, task: ListwiseTask | PairwiseTask, calls: Sequence[PlannedCall], line: LineOf, what: str
+    ) -> int:
+        """Judge ``task`` in process: its planned ``calls`` are answered from the log when logged, and each new
+        outcome is logged as ``line(call, outcome)`` the moment it ends. Returns 1 when the judgment failed (below
+        quorum; said on the bar as ``what``), else 0."""
+        if self.judge is None:
+            raise RuntimeError("judge_logged needs the in-process judge (this session judges through --server)")
+        runner = ReplayRunner(self.judge.runner, calls, self.log.replay, lambda c, o: self.record(c, line(c, o)))
+        judge = self.judge.using(runner=runner, timeout_s=self.timeout_s)
+        try:
+            await (judge.listwise(task) if isinstance(task, ListwiseTask) else judge.pairwise(task))
+        except JudgingFailed as exc:
+            self.progress.write(f"{what}: {exc.detail} (rerun the same command to retry)")
+            return 1
+        return 0
+
+    async def post(self, path: str, body: Mapping[str, Any], what: str) -> dict[str, Any] | None:
+        """POST one judging request to the deployed service (``post_json``); None when it failed."""
+        if self.client is None:
+            raise RuntimeError("post needs the service client (this session judges in process)")
+        return await post_json(self.client, path, body, what, self.progress)
+
+
+class Collector(Protocol[ItemT_contra]):
+    """What a benchmark says about its items; ``collect`` does the rest (concurrency, progress, run log).
+
+    ``judge`` and ``post`` handle one item (in process, or through the service) and return its failed requests.
+    """
+
+    def estimate(self, items: Sequence[ItemT_contra], planner: Planner, log: RunLog, max_output: int) -> Estimate: ...
+
+    def missing(self, items: Sequence[ItemT_contra], planner: Planner, log: RunLog) -> int: ...
+
+    async def judge(self, session: Session, item: ItemT_contra) -> int: ...
+
+    async def post(self, session: Session, item: ItemT_contra) -> int: ...
 
 
 def check_manifest(out_dir: Path, fields: Mapping[str, Any]) -> str | None:
@@ -54,52 +150,6 @@ def check_manifest(out_dir: Path, fields: Mapping[str, Any]) -> str | None:
     return None
 
 
-def paid_run_gate(model: str, estimate: Estimate, price: tuple[float, float] | None, *, yes: bool) -> str | None:
-    """Before calls to a real (paid) model: print the estimate and ask; returns an error message to stop."""
-    if is_simulation(model) or estimate.calls == 0:
-        return None
-    print(f"Estimate: {estimate.describe(model, price)}.", file=sys.stderr)
-    if yes:
-        return None
-    if not sys.stdin.isatty():
-        return "this run calls a paid model and there is no terminal to confirm on; pass --yes to proceed"
-    if not confirm("Proceed?"):
-        return "aborted; nothing was called"
-    return None
-
-
-def parse_ks(text: str) -> tuple[int, ...]:
-    """'3,5,7' -> (3, 5, 7); each K must be an integer in 1..MAX_K."""
-    try:
-        ks = sorted({int(part) for part in text.split(",") if part.strip()})
-    except ValueError:
-        raise ValueError(f"--k must be comma-separated integers such as 3,5,7 (got {text!r})") from None
-    if not ks or ks[0] < 1 or ks[-1] > MAX_K:
-        raise ValueError(f"--k values must be between 1 and {MAX_K} (got {text!r})")
-    return tuple(ks)
-
-
-def check_common(args: argparse.Namespace) -> str | None:
-    if args.limit is not None and args.limit < 1:
-        return "--limit must be at least 1"
-    if args.concurrency < 1:
-        return "--concurrency must be at least 1"
-    if args.timeout <= 0:
-        return "--timeout must be positive"
-    return None
-
-
-def command_line(words: Sequence[str], args: argparse.Namespace, options: Sequence[str]) -> str:
-    """The command that reproduces this run (so a report says exactly how it was made)."""
-    parts = ["pcfjudge", *words]
-    for name in options:
-        value = getattr(args, name.replace("-", "_"))
-        if value is None or value is False:
-            continue
-        parts += [f"--{name}"] if value is True else [f"--{name}", str(value)]
-    return shlex.join(parts)
-
-
 def price_for(settings: Settings, model: str) -> tuple[float, float] | None:
     """USD per million (input, output) tokens: the configured price, zero for the simulated judge, else None."""
     return (0.0, 0.0) if is_simulation(model) else settings.prices.get(model)
@@ -108,42 +158,56 @@ def price_for(settings: Settings, model: str) -> tuple[float, float] | None:
 async def collect(
     settings: Settings,
     args: argparse.Namespace,
+    log: RunLog,
+    collector: Collector[T],
+    items: Sequence[T],
     *,
     desc: str,
-    estimate: Callable[[], Estimate],
-    total: Callable[[], int],
-    inprocess: Callable[[Services, Progress], Awaitable[int]],
-    server: Callable[[httpx.AsyncClient, Progress], Awaitable[int]],
 ) -> int:
-    """Resolve the model, gate a paid run, then judge in process or through ``--server`` with a progress bar.
+    """Resolve the model, gate a paid run, then judge every item in process or through ``--server`` with a
+    progress bar, ``--concurrency`` items at a time.
 
-    Returns what the collector returns (requests that failed); raises EvalError when the run cannot start.
+    Returns the number of requests that failed; raises EvalError when the run cannot start.
     """
     from pcfjudge.backends.registry import ModelError
     from pcfjudge.services import Services
 
     services = None if args.server else Services.build(settings)
     try:
+        planner: Planner = ServicePlanner() if services is None else services.judge
         if services is not None:
             try:
-                services.registry.resolve(args.model)
+                services.judge.model(args.model)
             except ModelError as exc:
                 raise EvalError(str(exc)) from None
         price = price_for(settings, args.model)
-        gate = paid_run_gate(args.model, estimate(), price, yes=args.yes)
-        if gate is not None:
+        estimate = collector.estimate(items, planner, log, settings.max_output_tokens)
+        if (gate := paid_run_gate(args.model, estimate, price, yes=args.yes)) is not None:
             raise EvalError(gate)
-        progress = Progress(total(), desc, price)
+        progress = Progress(collector.missing(items, planner, log), desc, price)
         try:
             if services is not None:
-                return await inprocess(services, progress)
+                session = Session(log, progress, planner, judge=services.judge, timeout_s=args.timeout)
+                return await judge_all(items, args.concurrency, partial(collector.judge, session))
             async with httpx.AsyncClient(base_url=args.server, timeout=args.timeout + 30) as client:
-                return await server(client, progress)
+                session = Session(log, progress, planner, client=client)
+                return await judge_all(items, args.concurrency, partial(collector.post, session))
         finally:
             progress.close()
     finally:
         if services is not None:
             await services.aclose()
+
+
+async def judge_all(items: Iterable[T], concurrency: int, one: Callable[[T], Awaitable[int]]) -> int:
+    """Run ``one`` on every item, at most ``concurrency`` at a time; returns the sum of the failures they count."""
+    limit = asyncio.Semaphore(concurrency)
+
+    async def bounded(item: T) -> int:
+        async with limit:
+            return await one(item)
+
+    return sum(await asyncio.gather(*(bounded(item) for item in items)))
 
 
 def fail(message: str, code: int = 2) -> int:

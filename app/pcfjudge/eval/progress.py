@@ -7,6 +7,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, TextIO
 
+from pcfjudge.eval.report_fmt import is_simulation
+from pcfjudge.types import Usage, usd
+
 EVAL_EXTRA_HINT = "the eval commands need the eval extra: pip install 'pcfjudge[eval]'"
 
 
@@ -20,13 +23,6 @@ def missing_eval_extra() -> str | None:
     return None
 
 
-def cost_usd(price: tuple[float, float] | None, input_tokens: int, output_tokens: int) -> float | None:
-    """USD for the tokens at ``price`` = (input, output) USD per million tokens; None when no price is set."""
-    if price is None:
-        return None
-    return (input_tokens * price[0] + output_tokens * price[1]) / 1_000_000
-
-
 class Progress:
     """A tqdm bar over planned backend calls; each logged line advances it and adds its (uncached) tokens."""
 
@@ -34,8 +30,7 @@ class Progress:
         from tqdm import tqdm
 
         self.price = price
-        self.input_tokens = 0
-        self.output_tokens = 0
+        self.usage = Usage()
         self.calls = 0
         self.errors = 0
         self._bar = tqdm(total=total, desc=desc, unit="call", file=sys.stderr, disable=not enabled, dynamic_ncols=True)
@@ -44,15 +39,15 @@ class Progress:
         """Count one logged line; ``unplanned`` lines (e.g. keyed passes) also grow the total."""
         if unplanned and self._bar.total is not None:
             self._bar.total += 1
-        usage = line.get("usage") or {}
         if not line.get("cached"):
             self.calls += 1
-        self.input_tokens += int(usage.get("input_tokens", 0))
-        self.output_tokens += int(usage.get("output_tokens", 0))
+        self.usage += Usage.from_dict(line.get("usage"))
         self.errors += line.get("error") is not None
-        cost = cost_usd(self.price, self.input_tokens, self.output_tokens)
-        postfix = f"tok in {self.input_tokens:,} out {self.output_tokens:,}"
-        postfix += f" · ${cost:.2f}" if cost is not None else " · $ n/a (no price set)"
+        postfix = f"tok in {self.usage.input_tokens:,} out {self.usage.output_tokens:,}"
+        if self.price is not None:
+            postfix += f" · ${usd(self.usage.input_tokens, self.usage.output_tokens, self.price):.2f}"
+        else:
+            postfix += " · $ n/a (no price set)"
         if self.errors:
             postfix += f" · {self.errors} failed"
         self._bar.set_postfix_str(postfix, refresh=False)
@@ -76,9 +71,8 @@ class Estimate:
             f"{model}: about {self.calls:,} backend calls, ~{self.input_tokens:,} input tokens (characters/4) "
             f"and at most {self.max_output_tokens:,} output tokens"
         )
-        cost = cost_usd(price, self.input_tokens, self.max_output_tokens)
-        if cost is not None:
-            text += f"; at most ${cost:,.2f} at the configured price"
+        if price is not None:
+            text += f"; at most ${usd(self.input_tokens, self.max_output_tokens, price):,.2f} at the configured price"
         else:
             text += f" (set PCFJ_PRICES='{{\"{model}\": [input_usd_per_mtok, output_usd_per_mtok]}}' for a cost)"
         return text
@@ -93,3 +87,17 @@ def confirm(prompt: str, *, stdin: TextIO | None = None, stderr: TextIO | None =
     stderr.write(f"{prompt} [y/N] ")
     stderr.flush()
     return stdin.readline().strip().lower() in {"y", "yes"}
+
+
+def paid_run_gate(model: str, estimate: Estimate, price: tuple[float, float] | None, *, yes: bool) -> str | None:
+    """Before calls to a real (paid) model: print the estimate and ask; returns an error message to stop."""
+    if is_simulation(model) or estimate.calls == 0:
+        return None
+    print(f"Estimate: {estimate.describe(model, price)}.", file=sys.stderr)
+    if yes:
+        return None
+    if not sys.stdin.isatty():
+        return "this run calls a paid model and there is no terminal to confirm on; pass --yes to proceed"
+    if not confirm("Proceed?"):
+        return "aborted; nothing was called"
+    return None

@@ -7,6 +7,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from pcfjudge.types import Usage
+
 
 def pct(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.2f}"
@@ -46,15 +48,20 @@ def simulation_banner(model: str) -> list[str]:
 
 def token_totals(lines: Iterable[Mapping[str, Any]]) -> dict[str, int]:
     """Logged lines, uncached backend calls, failed runs and token totals."""
-    totals = {"lines": 0, "backend_calls": 0, "failed_runs": 0, "input_tokens": 0, "output_tokens": 0}
+    count = backend_calls = failed_runs = 0
+    usage = Usage()
     for line in lines:
-        usage = line.get("usage") or {}
-        totals["lines"] += 1
-        totals["backend_calls"] += not line.get("cached")
-        totals["failed_runs"] += line.get("error") is not None
-        totals["input_tokens"] += int(usage.get("input_tokens", 0))
-        totals["output_tokens"] += int(usage.get("output_tokens", 0))
-    return totals
+        count += 1
+        backend_calls += not line.get("cached")
+        failed_runs += line.get("error") is not None
+        usage += Usage.from_dict(line.get("usage"))
+    return {
+        "lines": count,
+        "backend_calls": backend_calls,
+        "failed_runs": failed_runs,
+        "input_tokens": usage.input_tokens,
+        "output_tokens": usage.output_tokens,
+    }
 
 
 def write_json(path: Path, data: Mapping[str, Any]) -> None:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+from pcfjudge.judging.runner import CallOutcome
 from pcfjudge.judging.types import CandidateJudgment, RunJudgments
 from pcfjudge.types import Usage
 
@@ -56,11 +57,62 @@ def judgments_from_json(data: Mapping[str, Mapping[str, Any]], rank_source: str 
     return RunJudgments(judgments, "scores" if rank_source == "scores" else "judge")
 
 
-def usage_json(usage: Usage) -> dict[str, int]:
+@dataclass(frozen=True, slots=True)
+class PlannedCall:
+    """One backend call of the judge's plan as the log knows it.
+
+    ``cache_key`` is the plan's key of the call (how ``ReplayRunner`` recognises it); ``key`` is its log key and
+    ``replay_key`` what answers it from the log. ``optional`` calls (APOCJudge's keyed pass) are made only when
+    needed, so the progress bar's initial total leaves them out.
+    """
+
+    cache_key: str
+    key: RunKey
+    replay_key: ReplayKey
+    order: tuple[str, ...]
+    sample: int
+    optional: bool = False
+
+
+def call_line(call: PlannedCall, model: str, **fields: Any) -> dict[str, Any]:
+    """A log line for ``call``: the fields every line has (as for a call not yet made), then ``fields``."""
+    item, protocol, execution, index = call.key
+    line: dict[str, Any] = {
+        "item": item,
+        "protocol": protocol,
+        "kind": call.replay_key[1],
+        "execution": execution,
+        "index": index,
+        "order": list(call.order),
+        "sample": call.sample,
+        "model": model,
+        "answer": None,
+        "error": None,
+        "cached": False,
+        "latency_ms": 0.0,
+        "usage": Usage().as_dict(),
+    }
+    line.update(fields)
+    return line
+
+
+def outcome_fields(outcome: CallOutcome) -> dict[str, Any]:
+    """The line fields of an in-process call's outcome: error (None on success), cached, latency, usage."""
     return {
-        "input_tokens": usage.input_tokens,
-        "output_tokens": usage.output_tokens,
-        "cached_tokens": usage.cached_tokens,
+        "error": None if outcome.answer is not None else outcome.error_text,
+        "cached": outcome.cached,
+        "latency_ms": outcome.latency_ms,
+        "usage": outcome.usage.as_dict(),
+    }
+
+
+def service_fields(run: Mapping[str, Any], *, ok: bool) -> dict[str, Any]:
+    """The same fields from a run of a service response (``runs[]``; ``ok``: the run has an answer)."""
+    return {
+        "error": None if ok else (run.get("error") or "failed"),
+        "cached": bool(run.get("cached")),
+        "latency_ms": float(run.get("latency_ms") or 0.0),
+        "usage": Usage.from_dict(run).as_dict(),
     }
 
 

@@ -9,7 +9,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pcfjudge.eval.loaders import read_jsonl
 from pcfjudge.eval.metrics import (
     JUDGEBENCH_BUCKETS,
     accuracy,
@@ -18,6 +17,7 @@ from pcfjudge.eval.metrics import (
     source_bucket,
     source_macro,
 )
+from pcfjudge.eval.records import read_jsonl
 
 
 def _decision(game: object) -> str | None:

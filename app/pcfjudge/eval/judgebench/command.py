@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
+from functools import partial
 from pathlib import Path
 
-from pcfjudge.eval import jb_collect as jb
-from pcfjudge.eval.harness import check_common, check_manifest, collect, command_line, fail, run_logged
-from pcfjudge.eval.jb_report import JbMeta, build_summary, render_markdown, write_report
-from pcfjudge.eval.loaders import load_judgebench
+from pcfjudge.eval.cli import check_common, command_line
+from pcfjudge.eval.harness import check_manifest, collect, fail, run_logged
+from pcfjudge.eval.judgebench.collect import JbCollector
+from pcfjudge.eval.judgebench.loader import load_judgebench
+from pcfjudge.eval.judgebench.report import JbMeta, build_summary, render_markdown, write_report
 from pcfjudge.eval.progress import missing_eval_extra
 from pcfjudge.eval.runlog import LOG_NAME, RunLog
 from pcfjudge.settings import Settings
@@ -30,22 +32,7 @@ def run_judgebench(args: argparse.Namespace) -> int:
         return fail(clash)
     settings = Settings()
     log = RunLog.open(out / LOG_NAME)
-
-    async def work() -> int:
-        return await collect(
-            settings,
-            args,
-            desc="judgebench",
-            estimate=lambda: jb.estimate(pairs, log, settings.max_output_tokens),
-            total=lambda: jb.missing_runs(pairs, log),
-            inprocess=lambda services, progress: jb.collect_inprocess(
-                pairs, args.model, log, services, progress, concurrency=args.concurrency, timeout_s=args.timeout
-            ),
-            server=lambda client, progress: jb.collect_server(
-                pairs, args.model, log, client, progress, concurrency=args.concurrency
-            ),
-        )
-
+    work = partial(collect, settings, args, log, JbCollector(args.model), pairs, desc="judgebench")
     if (code := run_logged(log, work)) is not None:
         return code
     meta = JbMeta(args.model, args.data, command_line(["eval", "judgebench"], args, OPTIONS))

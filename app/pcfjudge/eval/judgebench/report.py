@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from pcfjudge.eval import figures
-from pcfjudge.eval.jb_analysis import SCORING, analyse, gather
+from pcfjudge.eval.judgebench.analysis import SCORING, analyse, gather
 from pcfjudge.eval.metrics import JUDGEBENCH_BUCKETS
 from pcfjudge.eval.report_fmt import (
     delta,

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import argparse
+from functools import partial
 from pathlib import Path
 
-from pcfjudge.eval import rb2_collect as rb2
-from pcfjudge.eval.harness import check_common, check_manifest, collect, command_line, fail, parse_ks, run_logged
-from pcfjudge.eval.loaders import FactualityItem, load_rewardbench2, load_rewardbench2_hub
+from pcfjudge.eval.cli import check_common, command_line, parse_ks
+from pcfjudge.eval.harness import check_manifest, collect, fail, run_logged
 from pcfjudge.eval.progress import missing_eval_extra
-from pcfjudge.eval.rb2_report import Rb2Meta, build_summary, render_markdown, write_report
+from pcfjudge.eval.rewardbench2.collect import Rb2Collector, Rb2Plan
+from pcfjudge.eval.rewardbench2.loader import FactualityItem, load_rewardbench2, load_rewardbench2_hub
+from pcfjudge.eval.rewardbench2.report import Rb2Meta, build_summary, render_markdown, write_report
+from pcfjudge.eval.rewardbench2.synthetic import PREFIX, load_synthetic
 from pcfjudge.eval.runlog import LOG_NAME, RunLog
-from pcfjudge.eval.synthetic import PREFIX, load_synthetic
 from pcfjudge.settings import Settings
 
 OPTIONS = ("data", "model", "k", "executions", "limit", "seed", "schedule-seed", "out", "server", "concurrency")
@@ -46,25 +48,10 @@ def run_rewardbench2(args: argparse.Namespace) -> int:
     }
     if (clash := check_manifest(out, manifest)) is not None:
         return fail(clash)
-    plan = rb2.Rb2Plan(args.model, max(ks), args.executions, args.schedule_seed)
+    collector = Rb2Collector(Rb2Plan(args.model, max(ks), args.executions, args.schedule_seed))
     settings = Settings()
     log = RunLog.open(out / LOG_NAME)
-
-    async def work() -> int:
-        return await collect(
-            settings,
-            args,
-            desc="rewardbench2",
-            estimate=lambda: rb2.estimate(items, plan, log, settings.max_output_tokens),
-            total=lambda: rb2.missing_runs(items, plan, log),
-            inprocess=lambda services, progress: rb2.collect_inprocess(
-                items, plan, log, services, progress, concurrency=args.concurrency, timeout_s=args.timeout
-            ),
-            server=lambda client, progress: rb2.collect_server(
-                items, plan, log, client, progress, concurrency=args.concurrency
-            ),
-        )
-
+    work = partial(collect, settings, args, log, collector, items, desc="rewardbench2")
     if (code := run_logged(log, work)) is not None:
         return code
     command = command_line(["eval", "rewardbench2"], args, OPTIONS)

@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 from pcfjudge.eval import figures
-from pcfjudge.eval.rb2_analysis import TIE_RULE, analyse, gather
 from pcfjudge.eval.report_fmt import (
     delta,
     is_simulation,
@@ -19,6 +18,7 @@ from pcfjudge.eval.report_fmt import (
     token_totals,
     write_json,
 )
+from pcfjudge.eval.rewardbench2.analysis import TIE_RULE, analyse, gather
 
 PRESET_NAMES = {
     "proposed": "Proposed",
