@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -28,17 +28,8 @@ def run_key(line: Mapping[str, Any]) -> RunKey:
 
 
 def judgments_to_json(run: RunJudgments) -> dict[str, dict[str, Any]]:
-    return {
-        cid: {
-            "score": j.score,
-            "rank": j.rank,
-            "major_error": j.major_error,
-            "hallucinated_specificity": j.hallucinated_specificity,
-            "calibrated_uncertainty": j.calibrated_uncertainty,
-            "rationale": j.rationale,
-        }
-        for cid, j in run.judgments.items()
-    }
+    """A run's judgments as logged: each ``CandidateJudgment``'s fields, in their declaration order."""
+    return {cid: asdict(j) for cid, j in run.judgments.items()}
 
 
 def judgments_from_json(data: Mapping[str, Mapping[str, Any]], rank_source: str | None) -> RunJudgments:
