@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Set up everything the tests need on a fresh machine (idempotent), then run them.
 #   bash scripts/test.sh [pytest args]
-# System tools the tests drive for real: redis-server (cache tests) and promtool/prometheus (metrics tests),
+# System tools the tests drive for real: redis-server (cache tests), promtool/prometheus (metrics tests) and
+# chromium with its driver (playground browser tests, driven by Playwright on this chromium),
 # installed from Debian's packages when missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -9,6 +10,7 @@ cd "$(dirname "$0")/.."
 missing=()
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 command -v promtool >/dev/null 2>&1 || missing+=(prometheus)
+command -v chromium >/dev/null 2>&1 || missing+=(chromium chromium-driver)
 if [ ${#missing[@]} -gt 0 ]; then
   sudo_cmd=""
   [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"

@@ -19,6 +19,7 @@ from pcfjudge.backends.base import (
 )
 from pcfjudge.backends.registry import ResolvedModel
 from pcfjudge.backends.sim import SimJudge, SimParams
+from pcfjudge.backends.slots import Slots
 from pcfjudge.cache.memory import MemoryCache
 from pcfjudge.judging import apoc
 from pcfjudge.judging.apoc import KeyedPlan, Verdict
@@ -76,7 +77,7 @@ def soon(seconds: float) -> float:
 def judge(backend: ScriptedJudge, cache: MemoryCache | None = None, **task: object) -> PairwiseResult:
     async def main() -> PairwiseResult:
         runner = Runner(cache if cache is not None else MemoryCache(), max_retries=0, retry_base_s=0.0)
-        model = ResolvedModel("scripted", "judge", backend, asyncio.Semaphore(4))
+        model = ResolvedModel("scripted", "judge", backend, Slots(4, 64))
         t = PairwiseTask(QUESTION, A_TEXT, B_TEXT, **task)  # type: ignore[arg-type]
         return await judge_pairwise(t, model, runner, DecodingParams(), deadline=soon(5))
 
@@ -204,7 +205,7 @@ def test_estimation_is_detected_from_the_question() -> None:
 
     async def main() -> PairwiseResult:
         runner = Runner(MemoryCache(), max_retries=0)
-        model = ResolvedModel("scripted", "judge", backend, asyncio.Semaphore(4))
+        model = ResolvedModel("scripted", "judge", backend, Slots(4, 64))
         task = PairwiseTask("Roughly how many piano tuners are there in Chicago?", A_TEXT, B_TEXT)
         return await judge_pairwise(task, model, runner, DecodingParams(), deadline=soon(5))
 

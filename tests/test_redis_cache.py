@@ -11,6 +11,7 @@ import pytest
 from pcfjudge.backends.base import Completion, JudgeCall, ProviderError
 from pcfjudge.backends.registry import ResolvedModel
 from pcfjudge.backends.sim import SimBackend, SimParams
+from pcfjudge.backends.slots import Slots
 from pcfjudge.cache.layered import LayeredCache
 from pcfjudge.cache.redis_cache import RedisCache, hash_tag
 from pcfjudge.cache.redis_client import connect
@@ -242,7 +243,7 @@ async def test_model_string_in_key_separates_models(redis_server: RedisServer) -
     services = services_for(redis_server, backend)
     try:
         sim = services.registry.resolve("sim:default")
-        other = ResolvedModel("other", "default", backend, asyncio.Semaphore(4))
+        other = ResolvedModel("other", "default", backend, Slots(4, 64))
         await judge_listwise(make_task(k=1, mode="direct"), sim, services.runner, PARAMS, deadline=soon(10))
         result = await judge_listwise(make_task(k=1, mode="direct"), other, services.runner, PARAMS, deadline=soon(10))
         assert (result.backend_calls, backend.calls) == (1, 2)

@@ -14,18 +14,21 @@ from pcfjudge.cache.redis_client import connect
 from pcfjudge.judging.listwise import ListwiseTask
 from pcfjudge.services import Services
 from pcfjudge.settings import Settings
-from redis.asyncio import Redis, RedisCluster
+from redis.asyncio import BlockingConnectionPool, Redis, RedisCluster
 
 from tests.helpers import RedisServer, free_cluster_port, require_redis, wait_until
 
 
-def test_plain_url_gets_short_timeouts_and_no_client_retries() -> None:
-    client = connect("redis://:secret@cache.internal:6380/2", timeout_s=0.25, connect_timeout_s=0.1)
+def test_plain_url_gets_short_timeouts_one_reconnect_and_a_waiting_pool() -> None:
+    client = connect("redis://:secret@cache.internal:6380/2", timeout_s=0.25, connect_timeout_s=0.1, max_connections=8)
     assert isinstance(client, Redis)
-    kwargs = client.connection_pool.connection_kwargs
+    pool = client.connection_pool
+    kwargs = pool.connection_kwargs
     assert (kwargs["host"], kwargs["port"], kwargs["db"], kwargs["password"]) == ("cache.internal", 6380, 2, "secret")
     assert (kwargs["socket_timeout"], kwargs["socket_connect_timeout"]) == (0.25, 0.1)
-    assert kwargs["retry"].get_retries() == 0
+    # one retry, on a broken connection only (a timeout is never retried: the breaker handles a slow Redis)
+    assert kwargs["retry"].get_retries() == 1 and kwargs["health_check_interval"] > 0
+    assert isinstance(pool, BlockingConnectionPool) and pool.max_connections == 8 and pool.timeout == 0.5
 
 
 def test_cluster_url_lists_every_seed_node() -> None:
@@ -33,7 +36,7 @@ def test_cluster_url_lists_every_seed_node() -> None:
     assert isinstance(client, RedisCluster)
     seeds = sorted((n.host, n.port) for n in client.nodes_manager.startup_nodes.values())
     assert seeds == [("10.0.0.1", 7000), ("10.0.0.2", 7001)]
-    assert client.connection_kwargs["password"] == "pw" and client.retry.get_retries() == 0
+    assert client.connection_kwargs["password"] == "pw" and client.retry.get_retries() == 1
 
 
 def test_sentinel_url_names_the_service() -> None:

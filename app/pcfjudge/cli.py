@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 import tempfile
 from collections.abc import Callable, Sequence
@@ -11,8 +12,17 @@ from collections.abc import Callable, Sequence
 Command = Callable[[argparse.Namespace], int]
 
 
+def _drained(signum: int, frame: object) -> None:
+    """uvicorn re-raises SIGTERM once its graceful shutdown is over: a drained stop is a clean exit."""
+    raise SystemExit(0)
+
+
 def _serve(args: argparse.Namespace) -> int:
-    if args.workers > 1 or os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+    from pcfjudge.settings import Settings
+
+    settings = Settings()
+    workers: int = args.workers if args.workers is not None else settings.workers
+    if workers > 1 or os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         # Metrics from every worker: prometheus_client's multiprocess mode needs its directory set (and emptied)
         # before any worker imports it. Workers inherit the variable.
         from pathlib import Path
@@ -25,13 +35,24 @@ def _serve(args: argparse.Namespace) -> int:
 
     import uvicorn
 
+    from pcfjudge.logs import log_config
+
+    os.environ.setdefault("PCFJ_HEADER_TIMEOUT_S", str(settings.header_timeout_s))
+    signal.signal(signal.SIGTERM, _drained)
     uvicorn.run(
         "pcfjudge.api.app:create_app",
         factory=True,
         host=args.host,
         port=args.port,
-        workers=args.workers,
+        workers=workers,
         log_level=args.log_level,
+        # Safety: headers within PCFJ_HEADER_TIMEOUT_S (pcfjudge.server), idle keep-alive closed, our access log
+        http="pcfjudge.server:HeaderTimeoutProtocol",
+        timeout_keep_alive=max(1, round(settings.keep_alive_s)),
+        access_log=False,
+        log_config=log_config(args.log_format or settings.log_format, args.log_level),
+        # SIGTERM: stop accepting, let in-flight requests finish for up to the grace, cancel the rest, exit 0
+        timeout_graceful_shutdown=settings.shutdown_grace_s,
     )
     return 0
 
@@ -76,8 +97,14 @@ def build_parser() -> argparse.ArgumentParser:
     serve = sub.add_parser("serve", help="run the HTTP service (uvicorn)")
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=8000, help="port to bind (default 8000)")
-    serve.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
+    serve.add_argument("--workers", type=int, default=None, help="worker processes (default: PCFJ_WORKERS, else 1)")
     serve.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"])
+    serve.add_argument(
+        "--log-format",
+        default=None,
+        choices=["text", "json"],
+        help="log lines as text or JSON (default: PCFJ_LOG_FORMAT, else text)",
+    )
     serve.set_defaults(func=_serve)
     openapi = sub.add_parser("openapi", help="write the OpenAPI document to openapi/openapi.json")
     openapi.add_argument("--out", help="where to write it (default: openapi/openapi.json in the repo)")

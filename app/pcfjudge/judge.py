@@ -3,20 +3,37 @@
 HTTP routes, the eval harness, the benches and every other front door judge through a ``Judge`` (usually
 ``services.judge``); none of them assembles those pieces itself. A caller that needs another runner (eval's
 replaying runner) or deadline takes a copy with ``judge.using(...)``.
+
+Its ``guard`` (see ``pcfjudge.security.guard``) checks every judgment before it spends: the model allowlist, the
+per-request call and token caps, and the calling key's call quota. The operator's own tools (eval) judge
+``unguarded()``.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
+from typing import Protocol, TypeVar
 
+from pcfjudge import context
 from pcfjudge.backends.params import decoding_params
 from pcfjudge.backends.registry import Registry, ResolvedModel
 from pcfjudge.judging.listwise import ListwiseResult, ListwiseTask, RunPlan, judge_listwise, plan_runs
 from pcfjudge.judging.pairwise import PairwiseResult, PairwiseTask, PassName, PlannedPass, judge_pairwise, plan_passes
 from pcfjudge.judging.runner import CallRunner
+from pcfjudge.refusal import Refusal
+from pcfjudge.security.guard import Guard
 from pcfjudge.settings import Settings
 from pcfjudge.types import DecodingParams, Usage
+
+
+class _Spent(Protocol):
+    backend_calls: int
+    cache_hits: int
+
+
+R = TypeVar("R", bound=_Spent)
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,10 +44,15 @@ class Judge:
     registry: Registry
     runner: CallRunner
     timeout_s: float
+    guard: Guard | None = None
 
     def using(self, *, runner: CallRunner | None = None, timeout_s: float | None = None) -> Judge:
         """The same judge with another runner (e.g. one that wraps ``self.runner``) or deadline."""
         return replace(self, runner=runner or self.runner, timeout_s=timeout_s or self.timeout_s)
+
+    def unguarded(self) -> Judge:
+        """The same judge without allowlist, caps or quotas (for the operator's own tools, e.g. eval)."""
+        return replace(self, guard=None)
 
     def model(self, model: str | None) -> ResolvedModel:
         """The backend for a provider:model string (None: the default); ``ModelError`` says how to fix a bad one."""
@@ -51,18 +73,59 @@ class Judge:
         return plan_passes(task, model.string, self.params(model))
 
     async def listwise(self, task: ListwiseTask) -> ListwiseResult:
-        """PCFJudge; raises ``JudgingFailed`` (502/503/504) below quorum and ``ModelError`` for a bad model."""
+        """PCFJudge; raises ``JudgingFailed`` (502/503/504) below quorum, ``ModelError`` for a bad model and
+        ``Refusal`` when the guard or admission control declines."""
         model = self.model(task.model)
+        params = self.params(model)
+        calls = len(plan_runs(task, model.string, params).runs)
+        if task.budget is not None:
+            calls = task.budget.cap(calls)
         deadline = asyncio.get_running_loop().time() + self.timeout_s
-        return await judge_listwise(
-            task, model, self.runner, self.params(model), deadline=deadline, quorum=self.settings.quorum
+        quorum, price = self.settings.quorum, self.settings.prices.get(model.string)
+        return await self._spend(
+            model.string,
+            calls,
+            [task.question, *task.texts],
+            "k",
+            lambda: judge_listwise(task, model, self.runner, params, deadline=deadline, quorum=quorum, price=price),
         )
 
     async def pairwise(self, task: PairwiseTask) -> PairwiseResult:
-        """APOCJudge; raises ``JudgingFailed`` when both orders fail and ``ModelError`` for a bad model."""
+        """APOCJudge; raises ``JudgingFailed`` when both orders fail, ``ModelError`` for a bad model and
+        ``Refusal`` when the guard or admission control declines."""
         model = self.model(task.model)
+        params = self.params(model)
+        calls = len(plan_passes(task, model.string, params))
         deadline = asyncio.get_running_loop().time() + self.timeout_s
-        return await judge_pairwise(task, model, self.runner, self.params(model), deadline=deadline)
+        return await self._spend(
+            model.string,
+            calls,
+            [task.question, task.response_a, task.response_b],
+            "response_a",
+            lambda: judge_pairwise(task, model, self.runner, params, deadline=deadline),
+        )
+
+    async def _spend(
+        self, model: str, calls: int, texts: Sequence[str], field: str, judge: Callable[[], Awaitable[R]]
+    ) -> R:
+        """Check and charge the guard, judge, refund what the judgment did not spend, record it for the log."""
+        if self.guard is None:
+            result = await judge()
+        else:
+            self.guard.check_model(model)
+            self.guard.check_plan(calls, texts, field=field)
+            charge = await self.guard.charge(calls)
+            made = calls
+            try:
+                result = await judge()
+                made = result.backend_calls
+            except Refusal:
+                made = 0  # refused by admission control before any call
+                raise
+            finally:
+                await charge.settle(made)
+        context.record(result.backend_calls, result.cache_hits)
+        return result
 
     def cost_usd(self, model: str, usage: Usage) -> float | None:
         """What ``usage`` cost at the configured price of ``model`` (PCFJ_PRICES); None when unpriced."""

@@ -40,6 +40,11 @@ REQUESTS = Counter("pcfjudge_requests_total", "HTTP requests by route template a
 REQUEST_SECONDS = Histogram(
     "pcfjudge_request_duration_seconds", "HTTP request latency", ["endpoint"], buckets=LLM_BUCKETS
 )
+KEY_REQUESTS = Counter(
+    "pcfjudge_requests_by_key_total",
+    "HTTP requests by API key name (anonymous without keys) and status class",
+    ["key", "code"],
+)
 IN_FLIGHT = Gauge(
     "pcfjudge_requests_in_flight", "HTTP requests being served", ["endpoint"], multiprocess_mode="livesum"
 )

@@ -8,9 +8,14 @@ from dataclasses import dataclass
 from pcfjudge.backends.registry import Registry
 from pcfjudge.cache.base import Cache
 from pcfjudge.cache.build import build_cache
+from pcfjudge.cache.redis_cache import RedisCache
 from pcfjudge.judge import Judge
 from pcfjudge.judging.runner import Runner
 from pcfjudge.metrics import Metrics
+from pcfjudge.reward.service import Rewards
+from pcfjudge.security.guard import Guard
+from pcfjudge.security.keys import KeyRing
+from pcfjudge.security.limiter import Limiter, MemoryLimiter, RedisLimiter
 from pcfjudge.settings import Settings
 
 
@@ -22,6 +27,9 @@ class Services:
     runner: Runner
     metrics: Metrics
     judge: Judge
+    keys: KeyRing
+    limiter: Limiter
+    rewards: Rewards  # RL reward groups (collected across requests; across replicas with Redis)
 
     @classmethod
     def build(cls, settings: Settings) -> Services:
@@ -35,11 +43,26 @@ class Services:
             retry_max_s=settings.retry_max_s,
             observer=metrics,
         )
-        judge = Judge(settings, registry, runner, settings.request_timeout_s)
-        return cls(settings=settings, registry=registry, cache=cache, runner=runner, metrics=metrics, judge=judge)
+        # Quotas live where the cache does: in Redis shared by the replicas (memory while it is down), else in memory.
+        shared = getattr(cache, "shared", None)
+        limiter: Limiter = RedisLimiter(shared) if isinstance(shared, RedisCache) else MemoryLimiter()
+        guard = Guard(settings, limiter)
+        judge = Judge(settings, registry, runner, settings.request_timeout_s, guard)
+        return cls(
+            settings=settings,
+            registry=registry,
+            cache=cache,
+            runner=runner,
+            metrics=metrics,
+            judge=judge,
+            keys=KeyRing.from_settings(settings),
+            limiter=limiter,
+            rewards=Rewards.build(settings, judge),
+        )
 
     async def aclose(self) -> None:
-        """Close the runner, backends and cache, in that order."""
+        """Close the reward collectors, runner, backends and cache, in that order."""
+        await self.rewards.aclose()
         await self.runner.aclose()
         await self.registry.aclose()
         await self.cache.aclose()

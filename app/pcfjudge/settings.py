@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Literal
 
 from pydantic import AliasChoices, Field, SecretStr, model_validator
@@ -42,6 +43,37 @@ class Settings(BaseSettings):
     retry_base_s: float = Field(0.5, ge=0)
     retry_max_s: float = Field(20.0, ge=0)
 
+    # Access and spend (see README "Running it safely")
+    api_keys: SecretStr | None = Field(
+        default=None,
+        description="Turns authentication on: comma- or newline-separated 'name:key' or 'name:sha256:<hex>' entries.",
+    )
+    api_keys_file: Path | None = Field(default=None, description="A file of 'name:key' / 'name:sha256:<hex>' lines.")
+    protect_ops: bool = Field(False, description="With keys on, /metrics and /readyz need a key too.")
+    quota_requests_per_min: float | None = Field(
+        default=None, gt=0, description="Per API key (or per client without keys): requests per minute."
+    )
+    quota_calls_per_min: float | None = Field(
+        default=None,
+        gt=0,
+        description="Per API key: backend calls per minute (charged as planned, cache hits refunded).",
+    )
+    max_calls_per_request: int = Field(21, ge=1, description="Backend calls one request may plan (K=7 × 3 executions).")
+    max_input_tokens_per_request: int = Field(
+        1_000_000, ge=1, description="Estimated input tokens (≈ characters / 4) of all of one request's calls."
+    )
+    allowed_models: list[str] | None = Field(
+        default=None,
+        description="Model strings clients may name (fnmatch patterns); unset: the configured defaults and sim:*.",
+    )
+    max_queued_calls: int = Field(
+        256, ge=0, description="Backend calls that may wait for a free slot per backend and process; past it: 503."
+    )
+    header_timeout_s: float = Field(10.0, gt=0, description="A client must send its request headers within this.")
+    body_timeout_s: float = Field(30.0, gt=0, description="Longest wait for the next chunk of a request body.")
+    keep_alive_s: float = Field(5.0, gt=0, description="Idle keep-alive connections are closed after this.")
+    log_format: Literal["text", "json"] = "text"
+
     # Cache
     cache_max_entries: int = Field(100_000, ge=1)
     cache_ttl_s: float = Field(7 * 86400, gt=0)
@@ -52,6 +84,10 @@ class Settings(BaseSettings):
     )
     redis_timeout_s: float = Field(0.25, gt=0, description="Redis socket read timeout; a slower Redis counts as down.")
     redis_connect_timeout_s: float = Field(0.25, gt=0, description="Redis socket connect timeout.")
+    redis_max_connections: int = Field(64, ge=1, description="Pooled Redis connections per process (single node).")
+    redis_pool_timeout_s: float = Field(
+        0.5, gt=0, description="With every pooled connection busy, wait this long for one before failing open."
+    )
     redis_breaker_failures: int = Field(3, ge=1, description="Consecutive Redis failures that open the breaker.")
     redis_breaker_cooldown_s: float = Field(5.0, gt=0, description="Open breaker: skip Redis this long, then probe.")
     redis_lock_ttl_s: float = Field(
@@ -59,6 +95,27 @@ class Settings(BaseSettings):
     )
     cache_front_ttl_s: float = Field(
         300.0, gt=0, description="With Redis: lifetime of entries in the in-process layer in front of it."
+    )
+
+    # Rewards for RL (POST /v1/reward and its adapters)
+    reward_group_size: int = Field(
+        1,
+        ge=1,
+        le=26,
+        description="Members a reward group waits for before it is judged (e.g. GRPO's completions per prompt); "
+        "1: judge what each request holds. Requests may override it.",
+    )
+    reward_group_wait_ms: int = Field(
+        30_000, ge=0, le=600_000, description="Longest a reward group waits for its members; then judged as it is."
+    )
+
+    # Process (`pcfjudge serve`)
+    workers: int = Field(1, ge=1, le=64, description="Worker processes: the default of `pcfjudge serve --workers`.")
+    shutdown_grace_s: int = Field(
+        30,
+        ge=0,
+        description="On SIGTERM: stop accepting, let in-flight requests finish for up to this long, cancel the rest, "
+        "exit 0. Set it at least PCFJ_REQUEST_TIMEOUT_S to never cut a request.",
     )
 
     # Metrics
@@ -101,6 +158,18 @@ class Settings(BaseSettings):
         if self.min_candidates > self.max_candidates:
             raise ValueError("min_candidates must not exceed max_candidates")
         return self
+
+    def model_allowlist(self) -> list[str]:
+        """``allowed_models``, or by default the configured default models and every simulated model."""
+        if self.allowed_models is not None:
+            return self.allowed_models
+        defaults = [
+            self.resolved_default_model(),
+            f"openai:{self.openai_default_model}",
+            f"anthropic:{self.anthropic_default_model}",
+            "sim:*",
+        ]
+        return list(dict.fromkeys(defaults))
 
     def resolved_default_model(self) -> str:
         if self.default_model:

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from fastapi import FastAPI, Request, Response
+from fastapi import FastAPI
 
 from pcfjudge import __version__, metrics
-from pcfjudge.api import errors, health, listwise, observability, pairwise
+from pcfjudge.api import errors, health, listwise, observability, pairwise, playground, rerank
+from pcfjudge.api import reward, reward_adapters
+from pcfjudge.api.auth import AuthMiddleware
+from pcfjudge.api.body import BodyMiddleware
+from pcfjudge.api.middleware import RequestMiddleware
 from pcfjudge.judging.pairwise_prompts import KEYED_VERSION, PAIRWISE_VERSION
 from pcfjudge.judging.prompts import LISTWISE_VERSION
 from pcfjudge.services import Services
@@ -35,21 +38,21 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         version=__version__,
         summary="Permutation-consensus LLM judging: PCFJudge (listwise) and APOCJudge (pairwise).",
         lifespan=lifespan,
+        docs_url=None,  # /docs and /redoc come from playground.install, with packaged assets (no CDN)
+        redoc_url=None,
     )
     errors.install(app)
     app.include_router(listwise.router)
     app.include_router(pairwise.router)
     app.include_router(health.router)
     app.include_router(observability.router)
-    app.middleware("http")(observability.metrics_middleware)
-
-    @app.middleware("http")
-    async def request_id(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
-        rid = request.headers.get("x-request-id") or uuid.uuid4().hex
-        request.state.request_id = rid[:64]
-        response = await call_next(request)
-        response.headers["X-Request-ID"] = request.state.request_id
-        return response
-
-    app.add_middleware(errors.BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
+    app.include_router(rerank.router)  # /rerank (TEI shape), /v1/rerank and /v2/rerank (Cohere shape)
+    app.include_router(reward.router)  # /v1/reward: RL rewards, groups judged together
+    app.include_router(reward_adapters.router)  # /get_reward (OpenRLHF), /v1/reward/one (slime)
+    playground.install(app)
+    # Pure ASGI layers, outermost last: request id/metrics/log/last-resort 500 → auth and quota → body and
+    # disconnect watch → the app.
+    app.add_middleware(BodyMiddleware, max_bytes=settings.max_body_bytes, body_timeout_s=settings.body_timeout_s)
+    app.add_middleware(AuthMiddleware)
+    app.add_middleware(RequestMiddleware)
     return app

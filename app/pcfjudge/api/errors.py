@@ -1,26 +1,26 @@
 """One error shape for every failure: ``{"error": kind, "detail": what and how to fix}``.
 
 ApiError (status, kind)            raised by routes for client mistakes (4xx) and backend trouble (5xx)
+Refusal (status, kind)             a guard declined: caps and allowlist (422), quota (429), overload (503)
+JudgingFailed                      too few runs succeeded: 502/503/504 (routes count it through ``judged``)
 RequestValidationError             → 422 validation_error, or 400 invalid_json for a body that is not JSON
 StarletteHTTPException             → its status (404 not_found, 405 method_not_allowed, …)
-BodyLimitMiddleware                → 413 body_too_large
-anything else                      → 500 internal_error, as JSON, logged with its request id
+api.body.BodyMiddleware            → 413 body_too_large, 408 body_timeout
+api.auth.AuthMiddleware            → 401 unauthorized, 429 quota_exceeded
+anything else                      → 500 internal_error, as JSON, by api.middleware.RequestMiddleware
 """
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from pcfjudge.judging.failures import JudgingFailed
-
-log = logging.getLogger("pcfjudge")
+from pcfjudge.refusal import Refusal
 
 
 class ApiError(Exception):
@@ -60,7 +60,8 @@ def error_body(kind: str, detail: str, request: Request | None = None, **extra: 
 
 
 def _field(loc: tuple[Any, ...]) -> str:
-    parts = [str(p) for p in loc if p != "body"]
+    """``candidates.1.text`` from pydantic's location (without ``body``, union tags or validator names)."""
+    parts = [str(p) for p in loc if p not in ("body", "string", "object") and "[" not in str(p)]
     return ".".join(parts) or "body"
 
 
@@ -104,69 +105,28 @@ async def _http_error(request: Request, exc: Exception) -> JSONResponse:
     return JSONResponse(error_body(kind, detail, request), exc.status_code, headers=getattr(exc, "headers", None))
 
 
-async def _unhandled(request: Request, exc: Exception) -> JSONResponse:
-    log.exception("unhandled error", extra={"request_id": getattr(request.state, "request_id", None)})
-    return JSONResponse(
-        error_body("internal_error", "the service failed unexpectedly; this is a bug, please report it", request),
-        500,
-    )
+async def _refusal(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, Refusal)
+    return await _api_error(request, refused(exc))
+
+
+async def _judging_failed(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, JudgingFailed)
+    return await _api_error(request, backend_failure(exc))
+
+
+def refused(exc: Refusal) -> ApiError:
+    return ApiError(exc.status, exc.kind, exc.detail, headers=exc.headers(), field=exc.field)
+
+
+def json_response(body: dict[str, Any], status: int, headers: dict[str, str] | None = None) -> JSONResponse:
+    """A JSON error response for the ASGI layers below the app (auth, body limits, the last-resort 500)."""
+    return JSONResponse(body, status, headers=headers)
 
 
 def install(app: FastAPI) -> None:
     app.add_exception_handler(ApiError, _api_error)
+    app.add_exception_handler(Refusal, _refusal)
+    app.add_exception_handler(JudgingFailed, _judging_failed)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)
-    app.add_exception_handler(Exception, _unhandled)
-
-
-class BodyLimitMiddleware:
-    """Refuse request bodies over ``max_bytes`` with 413 before they are parsed (declared or streamed)."""
-
-    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
-        self.app, self.max_bytes = app, max_bytes
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        length = dict(scope.get("headers", [])).get(b"content-length")
-        if length is not None and length.isdigit() and int(length) > self.max_bytes:
-            await self._reject(send)
-            return
-        # Buffer the body (bounded) and replay it: the app never sees more than max_bytes.
-        chunks: list[bytes] = []
-        seen = 0
-        while True:
-            message = await receive()
-            if message["type"] != "http.request":
-                await self.app(scope, _replay([message], receive), send)
-                return
-            chunk = message.get("body", b"")
-            seen += len(chunk)
-            if seen > self.max_bytes:
-                await self._reject(send)
-                return
-            chunks.append(chunk)
-            if not message.get("more_body", False):
-                break
-        body = {"type": "http.request", "body": b"".join(chunks), "more_body": False}
-        await self.app(scope, _replay([body], receive), send)
-
-    async def _reject(self, send: Send) -> None:
-        detail = f"request body exceeds {self.max_bytes} bytes; send fewer or shorter candidates (PCFJ_MAX_BODY_BYTES)"
-        response = JSONResponse({"error": "body_too_large", "detail": detail}, 413)
-        await response({"type": "http"}, _empty_receive, send)
-
-
-async def _empty_receive() -> Message:
-    return {"type": "http.disconnect"}
-
-
-def _replay(messages: list[Message], then: Receive) -> Receive:
-    """A receive callable that yields ``messages`` once, then hands over to the server's ``then``."""
-    queue = list(messages)
-
-    async def receive() -> Message:
-        return queue.pop(0) if queue else await then()
-
-    return receive

@@ -1,12 +1,11 @@
-"""HTTP side of the metrics: request middleware, ``GET /metrics``, and what each judging decision tells us."""
+"""HTTP side of the metrics: ``GET /metrics`` and what each judging decision tells us (requests: api.middleware)."""
 
 from __future__ import annotations
 
-import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
 from typing import TypeVar
 
-from fastapi import APIRouter, Request, Response
+from fastapi import APIRouter, Response
 
 from pcfjudge import metrics as m
 from pcfjudge.api.errors import backend_failure
@@ -17,41 +16,12 @@ from pcfjudge.judging.pairwise import PairwiseResult
 
 router = APIRouter()
 R = TypeVar("R")
-JUDGE_ROUTES = ("/judge/listwise", "/judge/pairwise")
 
 
 @router.get("/metrics", include_in_schema=False)
 async def metrics_endpoint() -> Response:
     """Prometheus text exposition (all workers' series under ``--workers N``)."""
     return Response(m.render(), media_type=m.CONTENT_TYPE)
-
-
-def route_template(request: Request) -> str:
-    """The matched route's path template (bounded), never the raw path."""
-    route = request.scope.get("route")
-    path = getattr(route, "path", None)
-    return path if isinstance(path, str) else "unmatched"
-
-
-async def metrics_middleware(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
-    started = time.perf_counter()
-    path = request.url.path
-    tracked = path != "/metrics"
-    gauge = m.IN_FLIGHT.labels(path if path in JUDGE_ROUTES else "other") if tracked else None
-    if gauge is not None:
-        gauge.inc()
-    status = 500
-    try:
-        response = await call_next(request)
-        status = response.status_code
-        return response
-    finally:
-        if gauge is not None:
-            gauge.dec()
-        if tracked:
-            endpoint = route_template(request)
-            m.REQUESTS.labels(endpoint, str(status)).inc()
-            m.REQUEST_SECONDS.labels(endpoint).observe(time.perf_counter() - started)
 
 
 def record_listwise(result: ListwiseResult) -> None:

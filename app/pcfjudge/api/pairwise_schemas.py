@@ -6,15 +6,15 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from pcfjudge.api.schemas import RunTokens, Strict, UsageOut
+from pcfjudge.api.schemas import RunTokens, Strict, Text, UsageOut
 
 Verdict = Literal["A", "B", "tie"]
 
 
 class PairwiseRequest(Strict):
-    question: str = Field(min_length=1, description="The prompt both responses answer.")
-    response_a: str = Field(description="The first response (untrusted text); 'A' in every verdict.")
-    response_b: str = Field(description="The second response (untrusted text); 'B' in every verdict.")
+    question: Text = Field(description="The prompt both responses answer.")
+    response_a: Text = Field(description="The first response (untrusted text); 'A' in every verdict.")
+    response_b: Text = Field(description="The second response (untrusted text); 'B' in every verdict.")
     model: str | None = Field(default=None, description="provider:model, e.g. sim:default or openai:gpt-5.4.")
     keyed: bool = Field(default=True, description="Run the keyed confirmation pass when the two orders disagree.")
     estimation: bool | None = Field(

@@ -2,28 +2,85 @@
 
 from __future__ import annotations
 
-from typing import Literal
+import re
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationInfo, field_validator
 
 from pcfjudge.types import MAX_K
 
+# Limits the service enforces at their default settings (PCFJ_MAX_*), stated in the schema for clients and fuzzers;
+# the service checks the configured values (a 422 naming the limit) so an operator may raise or lower them.
+MAX_CANDIDATES = 16
+MAX_TEXT_CHARS = 32_000
+_VISIBLE = re.compile(r"\S")  # the same rule as the schema's "pattern" (a text must contain a non-space)
+
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    """Base of every request model: unknown fields are refused, nothing is coerced (``"7"``, ``7.0`` and ``true``
+    are not integers; ``0`` and ``"no"`` are not booleans), and every string must be valid Unicode."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _valid_unicode(cls, value: Any, info: ValidationInfo) -> Any:
+        problem = lone_surrogate(value, info.field_name or "value")
+        if problem:
+            raise ValueError(f"{problem}; send valid Unicode text (UTF-8 without lone surrogate escapes)")
+        return value
+
+
+def lone_surrogate(value: Any, path: str) -> str | None:
+    """Where ``value`` (a JSON value) holds a string that is not valid Unicode (a lone ``\\udXXX`` escape), or None."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            return f"{path} has a lone surrogate at character {exc.start}"
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            if problem := lone_surrogate(item, f"{path}[{i}]"):
+                return problem
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            if problem := lone_surrogate(key, path) or lone_surrogate(item, f"{path}.{key}"):
+                return problem
+    return None
+
+
+def _non_blank(text: str) -> str:
+    if _VISIBLE.search(text) is None:
+        raise ValueError("must not be empty or only whitespace")
+    return text
+
+
+Text = Annotated[
+    str,
+    AfterValidator(_non_blank),
+    Field(min_length=1, json_schema_extra={"maxLength": MAX_TEXT_CHARS, "pattern": r"\S"}),
+]
+"""Question or answer text: non-blank; at most PCFJ_MAX_QUESTION_CHARS / PCFJ_MAX_CANDIDATE_CHARS (default 32,000)."""
 
 
 class CandidateIn(Strict):
     id: str = Field(
         min_length=1, max_length=200, description="Client id, returned in every field that names a candidate."
     )
-    text: str = Field(description="The candidate answer (untrusted text).")
+    text: Text = Field(description="The candidate answer (untrusted text).")
 
 
 class ListwiseRequest(Strict):
-    question: str = Field(min_length=1, description="The prompt the candidates answer.")
-    candidates: list[CandidateIn | str] = Field(
-        description='Candidate answers: {"id", "text"} objects or plain strings (which get ids "0", "1", …).'
+    question: Text = Field(description="The prompt the candidates answer.")
+    candidates: list[
+        Annotated[
+            Annotated[CandidateIn, Tag("object")] | Annotated[Text, Tag("string")],
+            Discriminator(lambda v: "string" if isinstance(v, str) else "object"),
+        ]
+    ] = Field(
+        description='Candidate answers: {"id", "text"} objects or plain strings (which get ids "0", "1", …); '
+        f"2 to PCFJ_MAX_CANDIDATES (default {MAX_CANDIDATES}).",
+        json_schema_extra={"minItems": 2, "maxItems": MAX_CANDIDATES},
     )
     k: int | None = Field(default=None, ge=1, le=MAX_K, description="Permutations (runs) per execution; default 7.")
     mode: Literal["consensus", "direct", "repeated_canonical"] = "consensus"

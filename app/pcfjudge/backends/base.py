@@ -35,6 +35,7 @@ class JudgeCall:
     sample: int = 0
     params: DecodingParams = field(default_factory=DecodingParams)
     oracle_position: int | None = None  # displayed position of the truly best candidate (sim:oracle only)
+    reference: str | None = None  # the gold answer a reference-aware prompt grades against
 
     @property
     def user(self) -> str:

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass
 
 from pcfjudge.backends.base import Backend
 from pcfjudge.backends.factory import build_backends
 from pcfjudge.backends.sim import SimBackend, SimParams
+from pcfjudge.backends.slots import Slots
 from pcfjudge.settings import Settings
 
 KNOWN_PROVIDERS = ("openai", "anthropic", "sim")
@@ -23,7 +23,7 @@ class ResolvedModel:
     provider: str
     name: str
     backend: Backend
-    limit: asyncio.Semaphore
+    limit: Slots
 
     @property
     def string(self) -> str:
@@ -37,7 +37,7 @@ class Registry:
         self.settings = settings
         self.backends: dict[str, Backend] = dict(build_backends(settings) if backends is None else backends)
         self.backends.setdefault("sim", SimBackend(sim_params(settings)))
-        self._limits = {name: asyncio.Semaphore(settings.backend_concurrency) for name in self.backends}
+        self._limits = {name: Slots(settings.backend_concurrency, settings.max_queued_calls) for name in self.backends}
 
     def resolve(self, model: str | None) -> ResolvedModel:
         model = model or self.settings.resolved_default_model()

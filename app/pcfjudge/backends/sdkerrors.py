@@ -82,10 +82,10 @@ def status_error(
 
 
 def public_url(url: str) -> str:
-    """``url`` without any user:password part, safe to show on /readyz."""
+    """``url`` without credentials, query string or fragment (any may hold a key), safe for /readyz and errors."""
     parts = urlsplit(url)
-    if parts.username is None and parts.password is None:
-        return url
     host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
     netloc = f"{host}:{parts.port}" if parts.port is not None else host
-    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))

@@ -8,7 +8,8 @@ rounded to an integer and clipped to 0–100. The pieces model what the paper ob
   * the order noise depends on the displayed order, not the sample index, so repeating the canonical order
     barely helps (paper Table 2), while permuting averages it away together with the position bias;
   * the sample noise is small, as for a real judge at low temperature.
-``sim:default`` draws latent quality from a hash of the candidate text. ``sim:oracle`` is told which displayed
+``sim:default`` draws latent quality from a hash of the candidate text; with a reference (``listwise-ref-v1``) it is
+mostly how much of the reference the candidate states (``reference_agreement``). ``sim:oracle`` is told which displayed
 candidate is truly best (``JudgeCall.oracle_position``) and gives it a quality margin calibrated so that the
 direct (canonical, K=1) top-1 accuracy lands near ``target_accuracy`` for 4 candidates in random positions.
 """
@@ -45,6 +46,22 @@ class SimParams:
     tie_margin: float = 3.0  # pairwise: |score difference| below this is a tie
     latency_ms: float = 0.0
     fail_rate: float = 0.0
+
+
+_WORD = re.compile(r"\w+")
+
+
+def reference_agreement(text: str, reference: str) -> float:
+    """How much of ``reference`` the text states, 0–1: 1 when it contains the whole reference (case and
+    punctuation aside), else the share of the reference's words it uses."""
+    ref = _WORD.findall(reference.lower())
+    if not ref:
+        return 0.0
+    words = _WORD.findall(text.lower())
+    if " ".join(ref) in " ".join(words):
+        return 1.0
+    vocabulary = set(words)
+    return sum(1 for w in ref if w in vocabulary) / len(ref)
 
 
 def _unit(*parts: object) -> random.Random:
@@ -100,7 +117,8 @@ class SimJudge:
         texts = call.displayed
         n = len(texts)
         ids = [_text_id(t) for t in texts]
-        item = _text_id(call.question + "\x1e" + "\x1e".join(sorted(ids)))
+        key = call.question if call.reference is None else f"{call.question}\x1d{call.reference}"
+        item = _text_id(key + "\x1e" + "\x1e".join(sorted(ids)))
         order = ",".join(ids)
         quality = self._quality(call, ids, item)
         out = []
@@ -118,7 +136,11 @@ class SimJudge:
 
     def _quality(self, call: JudgeCall, ids: list[str], item: str) -> list[float]:
         if not self.oracle or call.oracle_position is None:
-            return [30.0 + 50.0 * _unit(self.params.seed, "quality", tid).random() for tid in ids]
+            spread = [_unit(self.params.seed, "quality", tid).random() for tid in ids]
+            if call.reference is None:
+                return [30.0 + 50.0 * u for u in spread]
+            agree = [reference_agreement(text, call.reference) for text in call.displayed]
+            return [15.0 + 70.0 * a + 10.0 * u for a, u in zip(agree, spread, strict=True)]
         noise = (self.params.item_sd**2 + self.params.order_sd**2 + self.params.sample_sd**2) ** 0.5
         gap = oracle_gap(self.params.target_accuracy, noise, self.params.position_bias)
         return [

@@ -24,6 +24,52 @@ def _cache(args: argparse.Namespace) -> int:
     return 0
 
 
+def _soak(args: argparse.Namespace) -> int:
+    import json
+    import sys
+    from pathlib import Path
+
+    from pcfjudge.bench.soak import SoakConfig, format_report, run
+
+    config = SoakConfig(
+        seconds=args.seconds,
+        replicas=args.replicas,
+        concurrency=args.concurrency,
+        items=args.items,
+        k=args.k,
+        latency_ms=args.latency_ms,
+        fail_rate=args.fail_rate,
+        seed=args.seed,
+    )
+    report = run(config, Path(args.workdir) if args.workdir else None, lambda line: print(line, file=sys.stderr))
+    print(format_report(report))
+    if args.json:
+        Path(args.json).write_text(json.dumps(report.to_json(), indent=2) + "\n", encoding="utf-8")
+    return 1 if report.lost else 0
+
+
+def _add_soak(kinds: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    soak = kinds.add_parser(
+        "soak",
+        help="replicas sharing Redis under load while a replica, Redis and the provider fail; 0 requests lost",
+        description="Start N `pcfjudge serve` replicas sharing a private redis-server, judging through the fake "
+        "provider, and load them for a while with a client that retries as the README says; meanwhile kill and "
+        "restart a replica, restart Redis, make the provider answer 429 for a while and roll another replica with "
+        "SIGTERM. Prints requests, outcomes, p50/p99, backend calls per judged item and requests lost (exit 1 if any).",
+    )
+    soak.add_argument("--seconds", type=float, default=300.0, help="load duration (default 300)")
+    soak.add_argument("--replicas", type=int, default=3, help="pcfjudge serve processes (default 3)")
+    soak.add_argument("--concurrency", type=int, default=8, help="client loops (default 8)")
+    soak.add_argument("--items", type=int, default=300, help="distinct items the requests draw from (default 300)")
+    soak.add_argument("--k", type=int, default=3, help="permutations per request (default 3)")
+    soak.add_argument("--latency-ms", type=float, default=50.0, help="provider latency per call (default 50)")
+    soak.add_argument("--fail-rate", type=float, default=0.02, help="provider's random 500/429 rate (default 0.02)")
+    soak.add_argument("--seed", type=int, default=0, help="seed of the item draws and of the provider")
+    soak.add_argument("--json", help="also write the report as JSON to this file")
+    soak.add_argument("--workdir", help="keep the processes' logs here (default: a temporary directory)")
+    soak.set_defaults(func=_soak)
+
+
 def add_bench_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     bench = sub.add_parser("bench", help="benchmarks that print measured figures (see README)")
     kinds = bench.add_subparsers(dest="bench", metavar="BENCH", required=True)
@@ -44,3 +90,4 @@ def add_bench_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser])
     cache.add_argument("--redis-url", default=None, help="use a shared Redis (default: PCFJ_REDIS_URL if set)")
     cache.add_argument("--model", default="sim:default", help="judge model (default sim:default)")
     cache.set_defaults(func=_cache)
+    _add_soak(kinds)

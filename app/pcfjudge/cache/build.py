@@ -16,7 +16,11 @@ def build_cache(settings: Settings, observer: Observer = NOOP) -> Cache:
     from pcfjudge.cache.redis_client import connect
 
     client = connect(
-        settings.redis_url, timeout_s=settings.redis_timeout_s, connect_timeout_s=settings.redis_connect_timeout_s
+        settings.redis_url,
+        timeout_s=settings.redis_timeout_s,
+        connect_timeout_s=settings.redis_connect_timeout_s,
+        max_connections=settings.redis_max_connections,
+        pool_timeout_s=settings.redis_pool_timeout_s,
     )
     shared = RedisCache(
         client,

@@ -1,6 +1,6 @@
 """The shared cache in Redis: one MGET per item, JSON values with a TTL, a lock per key for single flight, fail open.
 
-Every Redis operation goes through ``_run``: refused at once while the circuit breaker is open, otherwise bounded
+Every Redis operation goes through ``run``: refused at once while the circuit breaker is open, otherwise bounded
 by the socket timeouts (and an overall ``asyncio.timeout`` as a backstop), never retried by the client. Any failure
 makes reads all-misses and writes no-ops, so a dead or slow Redis costs a request at most one short timeout per
 operation until the breaker opens, and nothing after that.
@@ -96,7 +96,7 @@ class RedisCache:
         self.skipped = 0  # operations refused by the open breaker
         self.last_error: str | None = None
 
-    async def _run(self, op: Callable[[RedisClient], Awaitable[T]]) -> T:
+    async def run(self, op: Callable[[RedisClient], Awaitable[T]]) -> T:
         if not self.breaker.allow():
             self.skipped += 1
             raise RedisUnavailable("circuit breaker open")
@@ -146,12 +146,12 @@ class RedisCache:
         return out
 
     async def _mget(self, names: list[str]) -> list[Any]:
-        return await self._run(lambda c: c.mget(names))
+        return await self.run(lambda c: c.mget(names))
 
     async def set(self, key: str, value: CacheValue) -> None:
         blob = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
         try:
-            await self._run(lambda c: c.set(key, blob, px=self.ttl_ms))
+            await self.run(lambda c: c.set(key, blob, px=self.ttl_ms))
         except RedisUnavailable:
             return
 
@@ -163,7 +163,7 @@ class RedisCache:
         waited = False
         try:
             while True:
-                reply = await self._run(lambda c: c.eval(_CLAIM, 2, key, lock, token, self.lock_ms, int(fresh)))
+                reply = await self.run(lambda c: c.eval(_CLAIM, 2, key, lock, token, self.lock_ms, int(fresh)))
                 if reply[0] == 1:  # answered (an unreadable answer is overwritten by calling again)
                     return Claim(value=_decode(reply[1]))
                 if reply[0] == 2:
@@ -182,7 +182,7 @@ class RedisCache:
     async def status(self) -> dict[str, Any]:
         """Pings Redis (through the breaker, so a probe here can also close it)."""
         try:
-            await self._run(lambda c: c.ping())
+            await self.run(lambda c: c.ping())
             status = "ok"
         except RedisUnavailable:
             status = "degraded"
@@ -203,7 +203,7 @@ class _Lease:
         while True:
             await asyncio.sleep(self.cache.lock_ms / 3000)
             try:
-                held = await self.cache._run(lambda c: c.eval(_RENEW, 1, self.lock, self.token, self.cache.lock_ms))
+                held = await self.cache.run(lambda c: c.eval(_RENEW, 1, self.lock, self.token, self.cache.lock_ms))
             except RedisUnavailable:
                 continue
             if not held:
@@ -212,7 +212,7 @@ class _Lease:
     async def release(self) -> None:
         self._renewer.cancel()
         try:
-            await self.cache._run(lambda c: c.eval(_RELEASE, 1, self.lock, self.token))
+            await self.cache.run(lambda c: c.eval(_RELEASE, 1, self.lock, self.token))
         except RedisUnavailable:
             return  # the lock expires on its own
 

@@ -6,8 +6,11 @@
                                                (``rediss+sentinel``; ``?sentinel_password=`` if Sentinel has its own)
 
 Query parameters of redis-py's ``from_url`` (``ssl_cert_reqs``, ``ssl_ca_certs``, ``client_name`` …) pass through.
-Every client gets short socket timeouts and *no* client retries: the cache's circuit breaker decides when to try
-again, so a dead Redis never holds a request in a retry loop.
+Every client gets short socket timeouts and exactly one client retry, on a connection error only: a pooled
+connection that went stale when Redis restarted is replaced at once instead of failing the operation (and pooled
+connections idle for ``HEALTH_CHECK_S`` are pinged before use). Timeouts are never retried: the cache's circuit
+breaker decides when to try again, so a dead Redis never holds a request in a retry loop. A single node's pool
+holds ``max_connections`` and, when all are busy, waits up to ``pool_timeout_s`` for one instead of failing.
 """
 
 from __future__ import annotations
@@ -15,21 +18,31 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
 
-from redis.asyncio import Redis, RedisCluster, Sentinel
+from redis.asyncio import BlockingConnectionPool, Redis, RedisCluster, Sentinel
 from redis.asyncio.cluster import ClusterNode
 from redis.asyncio.connection import SSLConnection, parse_url
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
+from redis.exceptions import ConnectionError as RedisConnectionError
 
 RedisClient = Redis | RedisCluster
+HEALTH_CHECK_S = 5
 SCHEMES = ("redis", "rediss", "unix", "redis+cluster", "rediss+cluster", "redis+sentinel", "rediss+sentinel")
 
 
-def no_retry() -> Retry:
-    return Retry(NoBackoff(), 0)
+def reconnect_once() -> Retry:
+    """One immediate retry on a broken connection (stale after a restart); timeouts are not retried."""
+    return Retry(NoBackoff(), 1, supported_errors=(RedisConnectionError,))
 
 
-def connect(url: str, *, timeout_s: float, connect_timeout_s: float) -> RedisClient:
+def connect(
+    url: str,
+    *,
+    timeout_s: float,
+    connect_timeout_s: float,
+    max_connections: int = 64,
+    pool_timeout_s: float = 0.5,
+) -> RedisClient:
     """A client for ``url`` (see the module docstring); raises ``ValueError`` naming the fix for a bad URL."""
     parts = urlsplit(url)
     scheme = parts.scheme.lower()
@@ -38,10 +51,14 @@ def connect(url: str, *, timeout_s: float, connect_timeout_s: float) -> RedisCli
     timeouts: dict[str, Any] = {
         "socket_timeout": timeout_s,
         "socket_connect_timeout": connect_timeout_s,
-        "retry": no_retry(),
+        "retry": reconnect_once(),
+        "health_check_interval": HEALTH_CHECK_S,
     }
     if scheme in ("redis", "rediss", "unix"):
-        return Redis.from_url(url, **timeouts)
+        pool = BlockingConnectionPool.from_url(url, max_connections=max_connections, timeout=pool_timeout_s, **timeouts)
+        single = Redis(connection_pool=pool)
+        single.auto_close_connection_pool = True  # aclose() closes the pool we made
+        return single
     base, _, topology = scheme.partition("+")
     userinfo, at, hostlist = parts.netloc.rpartition("@")
     hosts = _hosts(hostlist, 26379 if topology == "sentinel" else 6379)
@@ -56,7 +73,7 @@ def connect(url: str, *, timeout_s: float, connect_timeout_s: float) -> RedisCli
         if parts.path.strip("/"):
             raise ValueError("PCFJ_REDIS_URL: Redis Cluster has no databases; drop the path from the URL")
         nodes = [ClusterNode(host, port) for host, port in hosts]
-        return RedisCluster(startup_nodes=nodes, ssl=ssl, **options, **timeouts)
+        return RedisCluster(startup_nodes=nodes, ssl=ssl, max_connections=max_connections, **options, **timeouts)
     service, _, db = parts.path.strip("/").partition("/")
     if not service:
         raise ValueError("PCFJ_REDIS_URL: name the Sentinel service, e.g. redis+sentinel://host:26379/mymaster")

@@ -96,7 +96,7 @@ class Session:
         if self.judge is None:
             raise RuntimeError("judge_logged needs the in-process judge (this session judges through --server)")
         runner = ReplayRunner(self.judge.runner, calls, self.log.replay, lambda c, o: self.record(c, line(c, o)))
-        judge = self.judge.using(runner=runner, timeout_s=self.timeout_s)
+        judge = self.judge.using(runner=runner, timeout_s=self.timeout_s).unguarded()  # the operator's own run
         try:
             await (judge.listwise(task) if isinstance(task, ListwiseTask) else judge.pairwise(task))
         except JudgingFailed as exc:

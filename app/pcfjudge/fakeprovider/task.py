@@ -1,7 +1,7 @@
 """Recover the judging task from a rendered prompt and answer it with the simulated judge (optionally broken).
 
-The task is read back with ``read_blocks`` (QUESTION, then CANDIDATE <label> blocks for listwise or RESPONSE A /
-RESPONSE B for pairwise and keyed prompts); the kind comes from the schema or tool name. Without one (JSON mode or
+The task is read back with ``read_blocks`` (QUESTION, an optional REFERENCE, then CANDIDATE <label> blocks for listwise
+or RESPONSE A / RESPONSE B for pairwise and keyed prompts); the kind comes from the schema or tool name. Without one (JSON mode or
 prompt-only JSON) it is guessed from the blocks: candidates → listwise; two responses → keyed when the prompt asks
 for a resolved_answer, else pairwise. The sample index is unknown on the wire, so answers use sample 0.
 """
@@ -30,13 +30,14 @@ def recover(system: str, user: str, schema_name: str | None) -> JudgeCall | None
     """The call a prompt encodes, or None when it holds no recognisable task."""
     blocks = read_blocks(user)
     question = next((text for kind, text in blocks if kind == "QUESTION"), None)
+    reference = next((text for kind, text in blocks if kind == "REFERENCE"), None)
     candidates = [text for kind, text in blocks if kind.startswith("CANDIDATE ")]
     responses = [text for kind, text in blocks if kind in ("RESPONSE A", "RESPONSE B")]
     kind = KINDS.get(schema_name or "")
     if kind is None:
         kind = "listwise" if candidates else ("keyed" if "resolved_answer" in user else "pairwise")
     displayed = candidates if kind == "listwise" else responses
-    if question is None or len(displayed) < 2 or (kind != "listwise" and len(displayed) != 2):
+    if question is None or not displayed or (kind != "listwise" and len(displayed) != 2):
         return None
     return JudgeCall(
         kind=kind,
@@ -48,6 +49,7 @@ def recover(system: str, user: str, schema_name: str | None) -> JudgeCall | None
         schema={},
         question=question,
         displayed=tuple(displayed),
+        reference=reference,
     )
 
 

@@ -15,15 +15,17 @@ from typing import Any, Literal
 
 from pcfjudge.backends.base import JudgeCall
 from pcfjudge.backends.registry import ResolvedModel
+from pcfjudge.judging import adaptive
 from pcfjudge.judging import consensus as cons
 from pcfjudge.judging import permutations as perms
 from pcfjudge.judging.failures import judging_failed
 from pcfjudge.judging.keys import cache_key, item_hash
 from pcfjudge.judging.parse import load_json_object, parse_listwise
-from pcfjudge.judging.prompts import LISTWISE_VERSION, new_nonce, render_listwise
+from pcfjudge.judging.prompts import LISTWISE_VERSION, listwise_version, new_nonce, render_listwise
 from pcfjudge.judging.runner import CallOutcome, CallRunner, CallSpec
 from pcfjudge.judging.types import RunRecord
-from pcfjudge.types import LABELS, SAMPLE_STRIDE, CacheMode, DecodingParams, Usage
+from pcfjudge.judging.waves import Adaptive, Budget, BudgetError, Waves, estimate_call_usd
+from pcfjudge.types import LABELS, SAMPLE_STRIDE, CacheMode, DecodingParams, Usage, usd
 
 Mode = Literal["consensus", "direct", "repeated_canonical"]
 
@@ -42,6 +44,9 @@ class ListwiseTask:
     oracle_best: str | None = None  # for sim:oracle: the id of the truly best candidate
     cache_mode: CacheMode = "use"
     model: str | None = None  # provider:model; None: the configured default
+    reference: str | None = None  # a gold answer: judged with the reference-aware prompt (listwise-ref-v1)
+    auto: Adaptive | None = None  # "k": "auto": k is k_max, runs stop as ``auto.stop`` allows (judging/adaptive.py)
+    budget: Budget | None = None  # max_calls / max_cost_usd, spent in schedule order (judging/waves.py)
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +88,7 @@ class ListwiseResult:
     cache_hits: int
     prompt_version: str = LISTWISE_VERSION
     quorum: int = 0
+    stopped: adaptive.Stopped | None = None  # why runs stopped early (adaptive K or a budget); None: all K made
     degraded: bool = field(init=False)
 
     def __post_init__(self) -> None:
@@ -105,12 +111,16 @@ def plan_runs(task: ListwiseTask, model: str, params: DecodingParams) -> RunPlan
     """The runs ``task`` makes with ``model`` (a resolved provider:model string) and decoding ``params``."""
     orders, k_requested = schedule(task)
     oracle = _oracle_index(task)
-    item = item_hash(task.question, task.texts, {"oracle": oracle} if oracle is not None else None)
+    extra: dict[str, object] = {"oracle": oracle} if oracle is not None else {}
+    if task.reference is not None:
+        extra["reference"] = task.reference
+    item = item_hash(task.question, task.texts, extra or None)
+    version = listwise_version(task.reference)
     runs = []
     for execution in range(task.executions):
         for index, order in enumerate(orders):
             sample = execution * SAMPLE_STRIDE + (index if task.mode == "repeated_canonical" else 0)
-            key = cache_key(item, "listwise", order, model, sample, LISTWISE_VERSION, params)
+            key = cache_key(item, "listwise", order, model, sample, version, params)
             runs.append(PlannedRun(execution, index, order, sample, key))
     return RunPlan(item, orders, k_requested, runs)
 
@@ -128,15 +138,15 @@ async def judge_listwise(
     *,
     deadline: float,
     quorum: float | None = None,
+    price: tuple[float, float] | None = None,
 ) -> ListwiseResult:
-    """Judge one item (use ``Judge.listwise``, which supplies the rest); raises ``failures.JudgingFailed`` below quorum."""
+    """Judge one item (use ``Judge.listwise``, which supplies the rest); raises ``failures.JudgingFailed`` below quorum
+    and ``waves.BudgetError`` when ``task.budget`` cannot pay for a run (``price``: USD per million tokens in, out)."""
     plan = plan_runs(task, model.string, params)
-    records = [RunRecord(r.execution, r.index, [task.ids[i] for i in r.order], r.sample) for r in plan.runs]
+    planned = [RunRecord(r.execution, r.index, [task.ids[i] for i in r.order], r.sample) for r in plan.runs]
     specs = _specs(task, plan, model, params)
-    outcomes = await runner.run(specs, model, deadline=deadline, cache_mode=task.cache_mode)
-    labels = LABELS[: len(task.ids)]
-    for record, outcome in zip(records, outcomes, strict=True):
-        _fill(record, outcome, labels, task.ids)
+    waves = _waves(task, plan, specs, model.string, params, price)
+    records, outcomes = await _run_waves(task, waves, len(plan.orders), specs, planned, runner, model, deadline, price)
     ok = sum(1 for r in records if r.result is not None)
     needed = required_ok(len(records), quorum)
     if ok < needed:
@@ -145,7 +155,51 @@ async def judge_listwise(
         summary = ", ".join(f"{count}× {k}" for k, count in kinds.most_common())
         detail = f"only {ok} of {len(records)} judge runs succeeded (need {needed}); failures: {summary}"
         raise judging_failed(failed, detail, records)
-    return _result(task, model.string, plan, records, outcomes, needed)
+    return _result(task, model.string, plan, records, outcomes, needed, waves.stopped)
+
+
+def _waves(
+    task: ListwiseTask,
+    plan: RunPlan,
+    specs: list[CallSpec],
+    model: str,
+    params: DecodingParams,
+    price: tuple[float, float] | None,
+) -> Waves:
+    budget = task.budget or Budget()
+    first_call = 0.0
+    if budget.max_cost_usd is not None:
+        if price is None:
+            raise BudgetError("max_cost_usd", f"model {model} has no price; set PCFJ_PRICES to use a cost budget")
+        call = specs[0].call
+        first_call = estimate_call_usd(len(call.system) + len(call.user), params.max_output_tokens, price)
+    k = len(plan.orders)
+    return Waves(task.ids, task.executions, k, task.weights, auto=task.auto, budget=budget, first_call_usd=first_call)
+
+
+async def _run_waves(
+    task: ListwiseTask,
+    waves: Waves,
+    per_execution: int,
+    specs: list[CallSpec],
+    planned: list[RunRecord],
+    runner: CallRunner,
+    model: ResolvedModel,
+    deadline: float,
+    price: tuple[float, float] | None,
+) -> tuple[list[RunRecord], list[CallOutcome]]:
+    """Make the runs ``waves`` hands out, one ``runner.run`` per wave; the runs made (plan order) and outcomes."""
+    labels = LABELS[: len(task.ids)]
+    made: dict[int, CallOutcome] = {}
+    while wave := waves.next():
+        at = [execution * per_execution + index for execution, index in wave]
+        outcomes = await runner.run([specs[j] for j in at], model, deadline=deadline, cache_mode=task.cache_mode)
+        for position, j, outcome in zip(wave, at, outcomes, strict=True):
+            _fill(planned[j], outcome, labels, task.ids)
+            cost = usd(outcome.usage.input_tokens, outcome.usage.output_tokens, price) if price else 0.0
+            waves.record(position, planned[j].result, call=not outcome.cached, usd=cost)
+            made[j] = outcome
+    return [planned[j] for j in sorted(made)], [made[j] for j in sorted(made)]
 
 
 def _oracle_index(task: ListwiseTask) -> int | None:
@@ -160,7 +214,7 @@ def _specs(task: ListwiseTask, plan: RunPlan, model: ResolvedModel, params: Deco
     specs = []
     for run in plan.runs:
         displayed = tuple(task.texts[i] for i in run.order)
-        prompt = render_listwise(task.question, displayed, nonce)
+        prompt = render_listwise(task.question, displayed, nonce, task.reference)
         call = JudgeCall(
             kind="listwise",
             model=model.name,
@@ -174,6 +228,7 @@ def _specs(task: ListwiseTask, plan: RunPlan, model: ResolvedModel, params: Deco
             sample=run.sample,
             params=params,
             oracle_position=run.order.index(oracle) if oracle is not None else None,
+            reference=task.reference,
         )
         specs.append(CallSpec(run.key, call, validate, prompt.version))
     return specs
@@ -186,6 +241,7 @@ def _result(
     records: list[RunRecord],
     outcomes: list[CallOutcome],
     quorum: int,
+    stopped: adaptive.Stopped | None = None,
 ) -> ListwiseResult:
     ok = [r.result for r in records if r.result is not None]
     by_exec = [[r.result for r in records if r.execution == e and r.result is not None] for e in range(task.executions)]
@@ -196,7 +252,7 @@ def _result(
     return ListwiseResult(
         model=model,
         mode=task.mode,
-        k=len(plan.orders),
+        k=max(Counter(r.execution for r in records).values()),
         k_requested=plan.k_requested,
         k_capped=task.mode == "consensus" and task.permutations is None and len(plan.orders) < task.k,
         weights=task.weights,
@@ -208,7 +264,9 @@ def _result(
         usage=sum((r.usage for r in records), Usage()),
         backend_calls=sum(1 for o in outcomes if not o.cached),
         cache_hits=sum(1 for o in outcomes if o.cached),
+        prompt_version=listwise_version(task.reference),
         quorum=quorum,
+        stopped=stopped,
     )
 
 

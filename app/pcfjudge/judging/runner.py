@@ -5,7 +5,10 @@ The one failure policy of the service lives here (SDK retries are off):
     exponential backoff that honours ``Retry-After``, never past the request deadline;
   * an answer that cannot be used (invalid JSON, wrong labels, truncated) is retried once, then the run fails;
   * refusals are not retried;
-  * successful answers are cached; failures never are.
+  * successful answers are cached; failures never are;
+  * a call nobody waits for any more (its requests disconnected or passed their deadline) is cancelled.
+
+Admission control (``Slots.reserve``) admits the calls a request needs before any starts, or refuses at once.
 """
 
 from __future__ import annotations
@@ -89,6 +92,7 @@ class Runner:
         self.retry_max_s = retry_max_s
         self.observer = observer
         self._inflight: dict[str, asyncio.Task[CallOutcome]] = {}
+        self._waiters: dict[asyncio.Task[CallOutcome], int] = {}  # requests waiting for each call task
         self._jitter = random.Random()
 
     async def run(
@@ -99,40 +103,64 @@ class Runner:
         deadline: float,
         cache_mode: CacheMode = "use",
     ) -> list[CallOutcome]:
-        """Outcomes in the order of ``specs``; ``deadline`` is a ``loop.time()`` instant."""
+        """Outcomes in the order of ``specs``; ``deadline`` is a ``loop.time()`` instant.
+
+        Raises ``Refusal`` (503) when admission control will not take the calls this needs. When the caller goes
+        away (cancelled: its client disconnected) or its deadline passes, every call no other request is waiting
+        for is cancelled; calls shared through single flight keep running for the others.
+        """
         outcomes: list[CallOutcome | None] = [None] * len(specs)
         if cache_mode == "use" and specs:
             hits = await self.cache.get_many([s.key for s in specs])
             for i, hit in enumerate(hits):
                 if hit is not None:
                     outcomes[i] = CallOutcome(answer=hit["answer"], cached=True)
-        pending = {i: self._shared(specs[i], model, deadline, cache_mode) for i, o in enumerate(outcomes) if o is None}
-        if pending:
-            loop = asyncio.get_running_loop()
-            # Shielded: a task shared with other requests keeps running (and fills the cache) past our deadline.
+        misses = [i for i, o in enumerate(outcomes) if o is None]
+        if not misses:
+            return [o for o in outcomes if o is not None]
+        loop = asyncio.get_running_loop()
+        new_keys = {specs[i].key for i in misses if cache_mode == "bypass" or specs[i].key not in self._inflight}
+        model.limit.reserve(len(new_keys), deadline - loop.time())
+        pending = {i: self._join(specs[i], model, deadline, cache_mode) for i in misses}
+        try:
             await asyncio.wait([asyncio.shield(t) for t in pending.values()], timeout=max(0.0, deadline - loop.time()))
-            for i, task in pending.items():
-                if task.done() and not task.cancelled():
-                    outcomes[i] = task.result()
-                else:
-                    outcomes[i] = _failure(BackendTimeout("request deadline passed before the call finished"), 0.0)
+        finally:
+            for task in pending.values():
+                self._leave(task)
+        for i, task in pending.items():
+            if task.done() and not task.cancelled():
+                outcomes[i] = task.result()
+            else:
+                outcomes[i] = _failure(BackendTimeout("request deadline passed before the call finished"), 0.0)
         return [o for o in outcomes if o is not None]  # every slot is filled above
 
-    def _shared(
+    def _join(
         self, spec: CallSpec, model: ResolvedModel, deadline: float, cache_mode: CacheMode
     ) -> asyncio.Task[CallOutcome]:
-        """One task per key in flight: identical concurrent calls in this process are made once."""
-        if cache_mode != "bypass" and (task := self._inflight.get(spec.key)) is not None:
+        """The task making ``spec``'s call, shared by every request waiting for the same key in this process."""
+        task = self._inflight.get(spec.key) if cache_mode != "bypass" else None
+        if task is not None:
             self.observer.single_flight_wait()
-            return task
-        task = asyncio.create_task(self._call_once(spec, model, deadline, cache_mode))
-        if cache_mode != "bypass":
-            self._inflight[spec.key] = task
-            task.add_done_callback(partial(self._forget, spec.key))
+        else:
+            task = asyncio.create_task(self._call_once(spec, model, deadline, cache_mode))
+            task.add_done_callback(lambda _t: model.limit.release(1))
+            if cache_mode != "bypass":
+                self._inflight[spec.key] = task
+                task.add_done_callback(partial(self._forget, spec.key))
+        self._waiters[task] = self._waiters.get(task, 0) + 1
         return task
 
-    def _forget(self, key: str, _task: asyncio.Task[CallOutcome]) -> None:
-        self._inflight.pop(key, None)
+    def _leave(self, task: asyncio.Task[CallOutcome]) -> None:
+        """One request stopped waiting for ``task``; the last one to leave cancels it if it is still running."""
+        left = self._waiters.pop(task, 1) - 1
+        if left > 0:
+            self._waiters[task] = left
+        elif not task.done():
+            task.cancel()
+
+    def _forget(self, key: str, task: asyncio.Task[CallOutcome]) -> None:
+        if self._inflight.get(key) is task:
+            del self._inflight[key]
 
     async def _call_once(
         self, spec: CallSpec, model: ResolvedModel, deadline: float, cache_mode: CacheMode
@@ -161,14 +189,14 @@ class Runner:
                 return _failure(BackendTimeout("request deadline passed"), started, usage)
             call_started = time.perf_counter()
             try:
-                async with model.limit:
-                    async with asyncio.timeout(remaining):
+                async with asyncio.timeout(remaining):  # waiting for a slot counts against the deadline
+                    async with model.limit.slot():
                         completion = await model.backend.complete(spec.call)
                 usage = usage + completion.usage
                 answer = spec.validate(completion.text)
             except TimeoutError:
                 exc: BackendError | OutputError = BackendTimeout(
-                    f"no answer within the request deadline ({remaining:.1f}s)"
+                    f"no answer within the request deadline ({remaining:.1f}s, including the wait for a free slot)"
                 )
             except (BackendError, OutputError) as err:
                 exc = err

@@ -1,0 +1,84 @@
+"""Who is calling, and whether they may now (pure ASGI, before any body is read).
+
+With ``PCFJ_API_KEYS`` / ``PCFJ_API_KEYS_FILE`` set, every route except the open ones needs
+``Authorization: Bearer <key>`` (or ``x-api-key``); otherwise 401 with ``WWW-Authenticate``. ``/metrics`` and
+``/readyz`` need a key only with ``PCFJ_PROTECT_OPS=true``. The key's *name* becomes the request's identity for
+logs, metrics and quotas. With ``PCFJ_QUOTA_REQUESTS_PER_MIN`` each key (each client address without keys) gets that
+many requests per minute; past it, 429 with Retry-After.
+"""
+
+from __future__ import annotations
+
+import math
+
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from pcfjudge import context
+from pcfjudge.api.errors import json_response
+from pcfjudge.security.keys import presented_key
+from pcfjudge.services import Services
+
+OPEN_PATHS = frozenset({"/healthz", "/", "/docs", "/docs/oauth2-redirect", "/redoc", "/openapi.json", "/favicon.ico"})
+OPEN_PREFIXES = ("/static/",)
+OPS_PATHS = frozenset({"/metrics", "/readyz"})
+
+
+def is_open(path: str, protect_ops: bool) -> bool:
+    return path in OPEN_PATHS or path.startswith(OPEN_PREFIXES) or (path in OPS_PATHS and not protect_ops)
+
+
+class AuthMiddleware:
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        services: Services = scope["app"].state.services
+        settings = services.settings
+        if is_open(scope.get("path", ""), settings.protect_ops):
+            await self.app(scope, receive, send)
+            return
+        ctx = context.current()
+        if services.keys.enabled:
+            presented = presented_key(scope.get("headers", ()))
+            name = services.keys.identify(presented)
+            if name is None:
+                await self._unauthorized(scope, send, presented is not None)
+                return
+            if ctx is not None:
+                ctx.key = name
+        per_min = settings.quota_requests_per_min
+        if per_min is not None:
+            client = scope.get("client") or ("unknown", 0)
+            who = ctx.key if ctx is not None and services.keys.enabled else f"addr:{client[0]}"
+            decision = await services.limiter.take(f"requests:{who}", 1, per_min)
+            if not decision.allowed:
+                wait = decision.retry_after
+                detail = f"request quota ({per_min:g} per minute) used up; retry after {wait:.1f}s"
+                headers = {"Retry-After": str(max(1, math.ceil(wait)))}
+                body = {"error": "quota_exceeded", "detail": detail, "request_id": _rid(scope)}
+                await json_response(body, 429, headers)(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+    @staticmethod
+    async def _unauthorized(scope: Scope, send: Send, presented: bool) -> None:
+        if presented:
+            detail = "the API key is not valid; check it, or ask the operator for one"
+            challenge = 'Bearer realm="pcfjudge", error="invalid_token"'
+        else:
+            detail = "this server needs an API key: send 'Authorization: Bearer <key>' (or 'x-api-key: <key>')"
+            challenge = 'Bearer realm="pcfjudge"'
+        body = {"error": "unauthorized", "detail": detail, "request_id": _rid(scope)}
+        await json_response(body, 401, {"WWW-Authenticate": challenge})(scope, _nothing, send)
+
+
+async def _nothing() -> dict[str, str]:
+    return {"type": "http.disconnect"}
+
+
+def _rid(scope: Scope) -> str | None:
+    rid = scope.get("state", {}).get("request_id")
+    return rid if isinstance(rid, str) else None

@@ -1,0 +1,110 @@
+"""The outermost layer of every request (pure ASGI): request id, metrics, one access-log line, and the last word
+on errors.
+
+* ``X-Request-ID``: the client's (printable, at most 64 characters) or a new one; in every response and log line;
+* an exception nothing else handled becomes a JSON 500 carrying the request id (body and header) and exactly one
+  log line; it never reaches the server, so the keep-alive connection stays usable;
+* Prometheus: requests and latency by route template and status, requests by API key name, in-flight gauge.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+import traceback
+import uuid
+from typing import Any
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from pcfjudge import context
+from pcfjudge import metrics as m
+from pcfjudge.api.errors import json_response
+from pcfjudge.logs import ACCESS
+
+log = logging.getLogger("pcfjudge")
+JUDGE_ROUTES = ("/judge/listwise", "/judge/pairwise")
+_CLIENT_ID = re.compile(r"[\x21-\x7e]{1,64}")
+
+
+def request_id(scope: Scope) -> str:
+    for name, value in scope.get("headers", ()):
+        if name == b"x-request-id":
+            text: str = value.decode("latin-1")
+            if _CLIENT_ID.fullmatch(text):
+                return text
+    return uuid.uuid4().hex
+
+
+def route_template(scope: Scope) -> str:
+    """The matched route's path template (bounded), never the raw path."""
+    path: object = getattr(scope.get("route"), "path", None)
+    return path if isinstance(path, str) else "unmatched"
+
+
+class RequestMiddleware:
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        rid = request_id(scope)
+        scope.setdefault("state", {})["request_id"] = rid
+        path = scope.get("path", "")
+        tracked = path != "/metrics"
+        gauge = m.IN_FLIGHT.labels(path if path in JUDGE_ROUTES else "other") if tracked else None
+        started = time.perf_counter()
+        status = [0]
+        header = (b"x-request-id", rid.encode())
+
+        async def send_with_id(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                status[0] = message["status"]
+                message["headers"] = [*message.get("headers", ()), header]
+            await send(message)
+
+        if gauge is not None:
+            gauge.inc()
+        with context.serving(context.RequestContext(rid)) as ctx:
+            try:
+                await self.app(scope, receive, send_with_id)
+            except Exception as exc:  # the last word: a JSON 500, one log line, a connection still usable
+                _log_unhandled(exc, rid)
+                if status[0] == 0:
+                    status[0] = 500
+                    detail = f"the service failed unexpectedly (request {rid}); this is a bug, please report it"
+                    body = {"error": "internal_error", "detail": detail, "request_id": rid}
+                    await json_response(body, 500)(scope, receive, send_with_id)
+            finally:
+                if gauge is not None:
+                    gauge.dec()
+                self._record(scope, ctx, status[0] or 499, time.perf_counter() - started, tracked)
+
+    @staticmethod
+    def _record(scope: Scope, ctx: context.RequestContext, status: int, seconds: float, tracked: bool) -> None:
+        route = route_template(scope)
+        if tracked:
+            m.REQUESTS.labels(route, str(status)).inc()
+            m.REQUEST_SECONDS.labels(route).observe(seconds)
+            m.KEY_REQUESTS.labels(ctx.key, f"{status // 100}xx").inc()
+        fields: dict[str, Any] = {
+            "request_id": ctx.request_id,
+            "method": scope.get("method", ""),
+            "route": route,
+            "status": status,
+            "latency_ms": round(seconds * 1000, 2),
+            "key": ctx.key,
+            "backend_calls": ctx.backend_calls,
+            "cache_hits": ctx.cache_hits,
+        }
+        ACCESS.info("request", extra=fields)
+
+
+def _log_unhandled(exc: BaseException, rid: str) -> None:
+    frame = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
+    where = f" at {frame.filename}:{frame.lineno} in {frame.name}" if frame else ""
+    log.error("unhandled %s: %s%s", type(exc).__name__, str(exc)[:200], where, extra={"request_id": rid})
+    log.debug("traceback of request %s", rid, exc_info=exc)

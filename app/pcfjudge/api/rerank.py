@@ -1,0 +1,181 @@
+"""``POST /rerank`` (text-embeddings-inference shape) and ``POST /v1/rerank`` + ``POST /v2/rerank`` (Cohere/Jina
+shape): PCFJudge underneath (see ``rerank_core``). Field by field in ``rerank_schemas``.
+
+TEI's errors are ``{"error": message, "error_type": kind}`` with TEI's statuses: 400 Empty (no texts), 413
+Validation (more texts than the limit), 422 Validation (bad field), 424 Backend (the judge failed: our 502/504), 429
+Overloaded (our 503, with Retry-After). The Cohere routes answer in this service's error shape
+(``{"error", "detail"}``), which the Cohere SDK raises as its ``ApiError`` subclasses by status.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+from fastapi import APIRouter, Request, Response
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from fastapi.routing import APIRoute
+
+from pcfjudge.api.deps import ServicesDep
+from pcfjudge.api.errors import ApiError, client_error
+from pcfjudge.api.listwise import ERROR_RESPONSES
+from pcfjudge.api.rerank_core import CHARS_PER_TOKEN, build_task, cut, judge_model, rerank
+from pcfjudge.api.rerank_schemas import (
+    CohereRerankRequest,
+    RerankResponse,
+    TeiErrorResponse,
+    TeiRank,
+    TeiRerankRequest,
+)
+
+TEI_STATUS: dict[int, tuple[int, str]] = {
+    400: (400, "Empty"),
+    413: (413, "Validation"),
+    429: (429, "Overloaded"),
+    502: (424, "Backend"),
+    503: (429, "Overloaded"),
+    504: (424, "Backend"),
+}
+TEI_RESPONSES: dict[int | str, dict[str, Any]] = {
+    code: {"model": TeiErrorResponse, "description": text}
+    for code, text in {
+        400: "No texts (error_type Empty)",
+        413: "More texts than PCFJ_MAX_CANDIDATES (error_type Validation)",
+        422: "Invalid request (error_type Validation; the error names the field)",
+        424: "The judge backend failed or timed out (error_type Backend)",
+        429: "The judge backend is overloaded or rate limited (error_type Overloaded; see Retry-After)",
+    }.items()
+}
+COHERE_RESPONSES = ERROR_RESPONSES | {
+    413: {"model": ERROR_RESPONSES[422]["model"], "description": "Too many documents"}
+}
+
+
+def tei_error(status: int, kind: str, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
+    return JSONResponse({"error": message, "error_type": kind}, status, headers=headers)
+
+
+def _validation_message(exc: RequestValidationError) -> str:
+    parts = []
+    for e in list(exc.errors())[:5]:
+        field = ".".join(str(p) for p in e.get("loc", ()) if p != "body") or "body"
+        message = "unknown field; remove it" if e.get("type") == "extra_forbidden" else str(e.get("msg", "invalid"))
+        parts.append(f"{field}: {message}")
+    return "; ".join(parts)
+
+
+class TeiRoute(APIRoute):
+    """Answers this route's client and backend errors in TEI's shape instead of the service's."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def tei_handler(request: Request) -> Response:
+            try:
+                return await handler(request)
+            except RequestValidationError as exc:
+                return tei_error(422, "Validation", _validation_message(exc))
+            except ApiError as exc:
+                status, kind = TEI_STATUS.get(exc.status, (exc.status, "Validation"))
+                return tei_error(status, kind, exc.detail, exc.headers)
+
+        return tei_handler
+
+
+tei_router = APIRouter(route_class=TeiRoute)
+router = APIRouter()
+
+
+@tei_router.post("/rerank", response_model=list[TeiRank], responses=TEI_RESPONSES, tags=["rerank"])
+async def tei_rerank(body: TeiRerankRequest, request: Request, services: ServicesDep) -> JSONResponse:
+    """text-embeddings-inference's rerank: the texts judged as one PCFJudge listwise judgment, best first.
+
+    ``score`` is consensus/100 (``raw_scores``: the consensus, 0–100); ties keep equal scores in request order.
+    """
+    s = services.settings
+    query, texts = body.query, list(body.texts)
+    if body.truncate:
+        keep_end = body.truncation_direction.lower() == "left"
+        query = cut(query, s.max_question_chars, keep_end)
+        texts = [cut(text, s.max_candidate_chars, keep_end) for text in texts]
+    model = judge_model(services, None, body.pcfjudge)
+    task = build_task(services, query, texts, body.pcfjudge, model, "texts")
+    include_runs = body.pcfjudge is not None and body.pcfjudge.include_runs
+    ranked = await rerank(services, request.state.request_id, task, include_runs, "/rerank")
+    stats = {int(c.id): c for c in ranked.detail.candidates}
+    ranks = [
+        TeiRank(
+            index=i,
+            score=ranked.consensus[i] if body.raw_scores else ranked.relevance(i),
+            text=body.texts[i] if body.return_text else None,
+            pcfjudge=stats[i] if body.pcfjudge is not None else None,
+        ).model_dump(mode="json", exclude_none=True)
+        for i in ranked.order
+    ]
+    return JSONResponse(ranks)
+
+
+def document_text(document: str | dict[str, str], rank_fields: list[str] | None, index: int) -> str:
+    """A string as is; an object's rank_fields (default ``text``): the text, or ``field: value`` lines."""
+    if isinstance(document, str):
+        return document
+    fields = rank_fields or ["text"]
+    missing = [f for f in fields if f not in document]
+    if missing:
+        detail = f"has no field {missing[0]!r}; send it, or name the fields to judge in rank_fields"
+        raise client_error(f"documents.{index}", detail)
+    text = document["text"] if fields == ["text"] else "\n".join(f"{f}: {document[f]}" for f in fields)
+    if not text.strip():
+        raise client_error(f"documents.{index}", "must not be empty or only whitespace")
+    return text
+
+
+@router.post("/v1/rerank", response_model=RerankResponse, responses=COHERE_RESPONSES, tags=["rerank"])
+@router.post("/v2/rerank", response_model=RerankResponse, responses=COHERE_RESPONSES, tags=["rerank"])
+async def cohere_rerank(body: CohereRerankRequest, request: Request, services: ServicesDep) -> JSONResponse:
+    """Cohere's (and Jina's) rerank: the documents judged as one PCFJudge listwise judgment, best first.
+
+    ``relevance_score`` is consensus/100; ties keep equal scores in request order. ``model`` picks one of our
+    judges when it is a provider:model of ours (e.g. sim:default); any other name (rerank-v3.5) uses the default.
+    """
+    if body.relevant_spans is not None and body.relevant_spans.mode == "enabled":
+        raise client_error("relevant_spans", "relevant spans are not supported; send mode 'disabled' or omit it")
+    texts = [document_text(doc, body.rank_fields, i) for i, doc in enumerate(body.documents)]
+    if body.max_tokens_per_doc is not None:
+        texts = [cut(text, body.max_tokens_per_doc * CHARS_PER_TOKEN) for text in texts]
+    model = judge_model(services, body.model, body.pcfjudge)
+    task = build_task(services, body.query, texts, body.pcfjudge, model, "documents")
+    include_runs = body.pcfjudge is not None and body.pcfjudge.include_runs
+    endpoint = "/v1/rerank" if request.url.path.startswith("/v1/") else "/v2/rerank"
+    ranked = await rerank(services, request.state.request_id, task, include_runs, endpoint)
+    usage = ranked.detail.usage
+    tokens = {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens}
+    results = []
+    for i in ranked.order[: body.top_n]:
+        item: dict[str, Any] = {"index": i, "relevance_score": ranked.relevance(i)}
+        if body.return_documents:
+            document = body.documents[i]
+            item["document"] = document if isinstance(document, dict) else {"text": document}
+        results.append(item)
+    meta = {"api_version": {"version": endpoint[2]}, "billed_units": {"search_units": 1, **tokens}, "tokens": tokens}
+    response = RerankResponse.model_validate(
+        {
+            "id": request.state.request_id,
+            "model": ranked.detail.model,
+            "results": results,
+            "meta": meta,
+            "usage": {"total_tokens": usage.input_tokens + usage.output_tokens},
+            "pcfjudge": ranked.detail if body.pcfjudge is not None else None,
+        }
+    )
+    payload = response.model_dump(mode="json")
+    for item in payload["results"]:
+        if item["document"] is None:
+            del item["document"]
+    if payload["pcfjudge"] is None:
+        del payload["pcfjudge"]
+    return JSONResponse(payload)
+
+
+router.include_router(tei_router)  # one router for the app: include_router keeps TeiRoute for /rerank

@@ -1,0 +1,188 @@
+"""POST /v1/reward: rewards for RL, each group of completions judged together as one PCFJudge task.
+
+``plan`` validates samples (from this route or an adapter) into groups; ``judge_plan`` judges them through
+``services.rewards`` (which collects incomplete groups across requests) and shapes one result per sample. A failed
+group gives its samples ``reward: null`` and an ``error``; when every sample failed the request answers with the
+failure's status (503 with Retry-After when overloaded) so clients' retry loops retry.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from fastapi import APIRouter, Request
+
+from pcfjudge import context
+from pcfjudge.api.deps import ServicesDep
+from pcfjudge.api.errors import ApiError, client_error
+from pcfjudge.api.listwise import ERROR_RESPONSES
+from pcfjudge.api.reward_schemas import (
+    RewardMode,
+    RewardOptions,
+    RewardRequest,
+    RewardResponse,
+    RewardSampleResult,
+    RewardUsage,
+    SampleError,
+)
+from pcfjudge.api.validate import resolve_model
+from pcfjudge.reward.scoring import Failure, GroupSpec, GroupUsage, GroupVerdict, MemberOutcome
+from pcfjudge.reward.service import GroupRequest
+from pcfjudge.services import Services
+
+router = APIRouter()
+RETRY_AFTER_S = 5  # a failed judgment's Retry-After when no backend named one
+
+
+@dataclass(frozen=True, slots=True)
+class Item:
+    """One sample as every front door hands it over."""
+
+    prompt: str
+    response: str
+    reference: str | None = None
+    group: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """A validated reward request: its groups, each sample's group, and how long incomplete groups wait."""
+
+    model: str
+    mode: RewardMode
+    size: int
+    wait_s: float
+    groups: list[GroupRequest]
+    where: list[int]  # sample index → group index
+    items: list[Item]
+
+
+@dataclass(frozen=True, slots=True)
+class Judged:
+    model: str
+    samples: list[RewardSampleResult]
+    usage: RewardUsage
+    failures: list[Failure]  # one per sample without a reward
+
+
+@router.post("/v1/reward", response_model=RewardResponse, responses=ERROR_RESPONSES)
+async def reward_route(body: RewardRequest, request: Request, services: ServicesDep) -> RewardResponse:
+    """Rewards (0-1) for completions; samples of a group (default: same prompt) are judged together, K calls a group."""
+    items = [Item(s.prompt, s.response, s.reference, s.group) for s in body.samples]
+    judged = await judge_plan(services, plan(services, body, items, "samples"))
+    if len(judged.failures) == len(judged.samples):
+        raise failure_error(judged.failures)
+    return RewardResponse(
+        request_id=request.state.request_id,
+        model=judged.model,
+        reward=body.reward,
+        rewards=[s.reward for s in judged.samples],
+        samples=judged.samples,
+        usage=judged.usage,
+    )
+
+
+def plan(services: Services, options: RewardOptions, items: Sequence[Item], field: str) -> Plan:
+    """Group and check the samples (422 naming the field for anything the service cannot do)."""
+    s = services.settings
+    size = options.group_size or s.reward_group_size
+    if size > s.max_candidates:
+        raise client_error("group_size", f"at most {s.max_candidates} (PCFJ_MAX_CANDIDATES); got {size}")
+    model = resolve_model(services, options.model, None).string
+    wait_ms = options.group_wait_ms if options.group_wait_ms is not None else s.reward_group_wait_ms
+    k, tenant = options.k or s.default_k, context.key_name()
+    index: dict[tuple[str, str, str | None] | str, int] = {}
+    groups: list[GroupRequest] = []
+    where: list[int] = []
+    for i, item in enumerate(items):
+        _check_lengths(services, item, f"{field}.{i}")
+        reference = item.reference if item.reference and item.reference.strip() else None
+        key = item.group if item.group is not None else ("", item.prompt, reference)
+        if key not in index:
+            index[key] = len(groups)
+            groups.append(GroupRequest(GroupSpec(item.prompt, reference, model, k, tenant), item.group or "", []))
+        group = groups[index[key]]
+        if (group.spec.prompt, group.spec.reference) != (item.prompt, reference):
+            detail = f"group {item.group!r} already has another prompt or reference; a group's members share both"
+            raise client_error(f"{field}.{i}.group", detail)
+        group.texts.append(item.response)
+        where.append(index[key])
+    for group in groups:
+        distinct = len(set(group.texts))
+        if distinct > s.max_candidates:
+            where_ = f"group {group.label!r}" if group.label else "a prompt"
+            detail = f"{where_} has {distinct} distinct responses; at most {s.max_candidates} (PCFJ_MAX_CANDIDATES)"
+            raise client_error(field, detail)
+    return Plan(model, options.reward, size, wait_ms / 1000, groups, where, list(items))
+
+
+def _check_lengths(services: Services, item: Item, field: str) -> None:
+    s = services.settings
+    if len(item.prompt) > s.max_question_chars:
+        raise client_error(f"{field}.prompt", f"at most {s.max_question_chars} characters (got {len(item.prompt)})")
+    for name, text in (("response", item.response), ("reference", item.reference or "")):
+        if len(text) > s.max_candidate_chars:
+            raise client_error(f"{field}.{name}", f"at most {s.max_candidate_chars} characters (got {len(text)})")
+
+
+async def judge_plan(services: Services, plan: Plan) -> Judged:
+    """Judge (or collect) every group and shape one result per sample, in order."""
+    verdicts = await services.rewards.judge_groups(plan.groups, size=plan.size, wait_s=plan.wait_s)
+    samples, failures = [], []
+    for item, g in zip(plan.items, plan.where, strict=True):
+        outcome = verdicts[g].outcome(item.response)
+        assert outcome is not None  # Rewards judges any member a collected verdict lacks
+        samples.append(sample_result(outcome, plan.mode, plan.groups[g].spec.reference is not None))
+        if outcome.failure is not None:
+            failures.append(outcome.failure)
+    return Judged(plan.model, samples, _usage(verdicts), failures)
+
+
+def sample_result(outcome: MemberOutcome, mode: RewardMode, reference: bool) -> RewardSampleResult:
+    failure = outcome.failure
+    return RewardSampleResult(
+        reward=outcome.reward(mode),
+        score=outcome.score,
+        consensus=outcome.consensus,
+        rank=outcome.rank,
+        winner=outcome.winner,
+        group_size=outcome.group_size,
+        candidates=outcome.candidates,
+        scoring=outcome.scoring,
+        reference=reference,
+        order_sensitive=outcome.order_sensitive,
+        k=outcome.k,
+        prompt_version=outcome.prompt_version,
+        error=SampleError(error=failure.kind, detail=failure.detail, retry_after=failure.retry_after)
+        if failure
+        else None,
+    )
+
+
+def _usage(verdicts: Sequence[GroupVerdict]) -> RewardUsage:
+    distinct = list({id(v): v for v in verdicts}.values())
+    total = sum((v.usage for v in distinct), GroupUsage())
+    return RewardUsage(
+        groups=len(distinct),
+        backend_calls=total.backend_calls,
+        cache_hits=total.cache_hits,
+        input_tokens=total.input_tokens,
+        output_tokens=total.output_tokens,
+        cached_tokens=total.cached_tokens,
+        cost_usd=total.cost_usd,
+    )
+
+
+def failure_error(failures: Sequence[Failure], *, status: int | None = None) -> ApiError:
+    """The error for samples that got no reward: the most common failure's kind and status (unless ``status``
+    forces one), with Retry-After whenever the answer is 503 or 429 or a backend named a wait."""
+    (code, kind), _ = Counter((f.status, f.kind) for f in failures).most_common(1)[0]
+    first = next(f for f in failures if (f.status, f.kind) == (code, kind))
+    code = status or code
+    waits = [f.retry_after for f in failures if f.retry_after is not None]
+    headers = {"Retry-After": str(max(1, round(max(waits) + 0.499)))} if waits else None
+    if headers is None and code in (429, 503):
+        headers = {"Retry-After": str(RETRY_AFTER_S)}
+    return ApiError(code, kind, first.detail, headers=headers)

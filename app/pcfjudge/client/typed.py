@@ -1,0 +1,183 @@
+"""``pcfjudge.Client`` and ``pcfjudge.AsyncClient``: typed calls to a running service.
+
+    with pcfjudge.Client("http://127.0.0.1:8000", api_key=...) as judge:   # or PCFJ_URL / PCFJ_API_KEY
+        verdict = judge.listwise("Capital of France?", ["Paris.", "Lyon."], k=3)
+        verdict.winners, verdict.candidates[0].consensus
+
+Requests are validated locally with the server's own request models (a pydantic ``ValidationError`` before any call)
+and answers parsed into its response models. One connection pool per client (keep-alive); 429/503 and dropped
+connections are retried honouring ``Retry-After`` (``pcfjudge.client.http``); a final error raises ``ServiceError``
+with the server's JSON. Imports httpx and pydantic only: no FastAPI, Redis or provider SDK.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from types import TracebackType
+from typing import Any, TypeVar
+
+import httpx
+from pydantic import BaseModel
+
+from pcfjudge.api.pairwise_schemas import PairwiseRequest, PairwiseResponse
+from pcfjudge.api.rerank_schemas import CohereRerankRequest, RerankResponse
+from pcfjudge.api.schemas import CandidateIn, ListwiseRequest, ListwiseResponse
+from pcfjudge.client.http import (
+    DEFAULT_RETRY,
+    RetryPolicy,
+    apost_json,
+    auth_headers,
+    default_key,
+    default_url,
+    post_json,
+)
+
+M = TypeVar("M", bound=BaseModel)
+Candidate = str | CandidateIn | Mapping[str, str]
+Document = str | Mapping[str, str]
+# The service's own deadline is 120 s by default (PCFJ_REQUEST_TIMEOUT_S); wait a little longer for its answer.
+DEFAULT_TIMEOUT = httpx.Timeout(150.0, connect=10.0)
+
+
+def payload(request: type[BaseModel], fields: Mapping[str, Any]) -> dict[str, Any]:
+    """``fields`` validated with the server's request model, as JSON (None and unset fields left to the server)."""
+    given = {name: list(v) if isinstance(v, tuple) else v for name, v in fields.items() if v is not None}
+    return request.model_validate(given).model_dump(mode="json", exclude_unset=True, by_alias=True)
+
+
+def listwise_payload(question: str, candidates: Sequence[Candidate], options: Mapping[str, Any]) -> dict[str, Any]:
+    items = [dict(c) if isinstance(c, Mapping) else c for c in candidates]
+    return payload(ListwiseRequest, {"question": question, "candidates": items, **options})
+
+
+def pairwise_payload(question: str, a: str, b: str, options: Mapping[str, Any]) -> dict[str, Any]:
+    return payload(PairwiseRequest, {"question": question, "response_a": a, "response_b": b, **options})
+
+
+def rerank_payload(
+    query: str,
+    documents: Sequence[Document],
+    top_n: int | None,
+    return_documents: bool | None,
+    model: str | None,
+    options: Mapping[str, Any],
+) -> dict[str, Any]:
+    """Cohere-shape body; ``options`` (k, seed, include_runs, …) go into the ``pcfjudge`` extension."""
+    docs = [dict(d) if isinstance(d, Mapping) else d for d in documents]
+    fields = {"query": query, "documents": docs, "top_n": top_n, "return_documents": return_documents, "model": model}
+    return payload(CohereRerankRequest, fields | ({"pcfjudge": dict(options)} if options else {}))
+
+
+def _headers(api_key: str | None, headers: Mapping[str, str] | None) -> dict[str, str]:
+    return {**auth_headers(api_key or default_key()), **(headers or {})}
+
+
+class Client:
+    """Blocking client; use as a context manager (or call ``close()``). Thread-safe (one httpx pool)."""
+
+    def __init__(
+        self,
+        base_url: str | None = None,
+        *,
+        api_key: str | None = None,
+        timeout: float | httpx.Timeout = DEFAULT_TIMEOUT,
+        retry: RetryPolicy = DEFAULT_RETRY,
+        headers: Mapping[str, str] | None = None,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        self.retry = retry
+        self.http = httpx.Client(
+            base_url=base_url or default_url(), headers=_headers(api_key, headers), timeout=timeout, transport=transport
+        )
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.http.close()
+
+    def post(self, path: str, body: Mapping[str, Any], response: type[M]) -> M:
+        """POST a JSON body (with retries) and parse the answer as ``response``."""
+        return response.model_validate(post_json(self.http, path, dict(body), retry=self.retry))
+
+    def listwise(self, question: str, candidates: Sequence[Candidate], **options: Any) -> ListwiseResponse:
+        """``POST /judge/listwise``; ``options`` are ListwiseRequest's other fields (k, model, include_runs, …)."""
+        return self.post("/judge/listwise", listwise_payload(question, candidates, options), ListwiseResponse)
+
+    def pairwise(self, question: str, response_a: str, response_b: str, **options: Any) -> PairwiseResponse:
+        """``POST /judge/pairwise``; ``options`` are PairwiseRequest's other fields (model, keyed, …)."""
+        return self.post(
+            "/judge/pairwise", pairwise_payload(question, response_a, response_b, options), PairwiseResponse
+        )
+
+    def rerank(
+        self,
+        query: str,
+        documents: Sequence[Document],
+        *,
+        top_n: int | None = None,
+        return_documents: bool | None = None,
+        model: str | None = None,
+        **options: Any,
+    ) -> RerankResponse:
+        """``POST /v2/rerank``; ``options`` (k, seed, include_runs, …) also return the full consensus as ``.pcfjudge``."""
+        body = rerank_payload(query, documents, top_n, return_documents, model, options)
+        return self.post("/v2/rerank", body, RerankResponse)
+
+
+class AsyncClient:
+    """The asyncio twin of ``Client``: ``async with pcfjudge.AsyncClient() as judge: await judge.listwise(...)``."""
+
+    def __init__(
+        self,
+        base_url: str | None = None,
+        *,
+        api_key: str | None = None,
+        timeout: float | httpx.Timeout = DEFAULT_TIMEOUT,
+        retry: RetryPolicy = DEFAULT_RETRY,
+        headers: Mapping[str, str] | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self.retry = retry
+        self.http = httpx.AsyncClient(
+            base_url=base_url or default_url(), headers=_headers(api_key, headers), timeout=timeout, transport=transport
+        )
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        await self.http.aclose()
+
+    async def post(self, path: str, body: Mapping[str, Any], response: type[M]) -> M:
+        return response.model_validate(await apost_json(self.http, path, dict(body), retry=self.retry))
+
+    async def listwise(self, question: str, candidates: Sequence[Candidate], **options: Any) -> ListwiseResponse:
+        return await self.post("/judge/listwise", listwise_payload(question, candidates, options), ListwiseResponse)
+
+    async def pairwise(self, question: str, response_a: str, response_b: str, **options: Any) -> PairwiseResponse:
+        body = pairwise_payload(question, response_a, response_b, options)
+        return await self.post("/judge/pairwise", body, PairwiseResponse)
+
+    async def rerank(
+        self,
+        query: str,
+        documents: Sequence[Document],
+        *,
+        top_n: int | None = None,
+        return_documents: bool | None = None,
+        model: str | None = None,
+        **options: Any,
+    ) -> RerankResponse:
+        body = rerank_payload(query, documents, top_n, return_documents, model, options)
+        return await self.post("/v2/rerank", body, RerankResponse)

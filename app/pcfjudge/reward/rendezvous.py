@@ -1,0 +1,220 @@
+"""Group collection across replicas: a rendezvous in Redis where one replica judges a group and the others read it.
+
+Keys of a group key G (all with the Redis Cluster hash tag {G}, so every script touches one slot):
+    pcfj:rg:{G}:cur    the open generation's id (random), expiring a while after the wait
+    pcfj:rg:{G}:open   that generation's member responses (a list), same lifetime
+    pcfj:rg:{G}:res    hash: "<gen>" → the verdict (JSON), "<gen>:m" → the closed generation's members (JSON)
+
+JOIN, one atomic script: append the request's responses to the open generation, opening one if there is none; if
+that makes ``size`` members, close it at once (members moved to "<gen>:m", cur/open deleted) and this caller judges.
+Otherwise the caller's replica watches the generation (one watcher per generation and replica, shared by its local
+members): it polls for the verdict and, once the wait has passed since its first local member joined, tries CLOSE
+(the same move, only if that generation is still the open one); if that succeeds it judges what arrived. The
+judging replica judges in a task of its own (its caller may leave), publishes the verdict, failures included, and
+every replica's waiters read it. No verdict within the judging deadline after the close (the judging replica
+died): a watcher takes over and judges the closed members itself (backend calls are single-flighted through the
+shared cache). Redis down (errors, timeouts, breaker open): members fall back to the in-process collector.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import secrets
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from pcfjudge.cache.breaker import CircuitBreaker
+from pcfjudge.cache.redis_client import RedisClient, close
+from pcfjudge.reward.collector import JudgeFn, LocalCollector, settle
+from pcfjudge.reward.scoring import GroupVerdict
+
+T = TypeVar("T")
+GRACE_S = 5.0
+
+# KEYS = cur, open, res; ARGV = size, new gen id, open ms, res ms, response…
+_JOIN = """
+local gen = redis.call('get', KEYS[1])
+if not gen then
+  gen = ARGV[2]
+  redis.call('del', KEYS[2])
+end
+local n = 0
+for i = 5, #ARGV do n = redis.call('rpush', KEYS[2], ARGV[i]) end
+if n >= tonumber(ARGV[1]) then
+  local members = redis.call('lrange', KEYS[2], 0, -1)
+  redis.call('del', KEYS[1], KEYS[2])
+  redis.call('hset', KEYS[3], gen .. ':m', cjson.encode(members))
+  redis.call('pexpire', KEYS[3], ARGV[4])
+  return {1, gen, members}
+end
+redis.call('set', KEYS[1], gen, 'PX', ARGV[3])
+redis.call('pexpire', KEYS[2], ARGV[3])
+return {0, gen}
+"""
+# KEYS = cur, open, res; ARGV = gen id, res ms. Closes the generation only if it is still the open one.
+_CLOSE = """
+if redis.call('get', KEYS[1]) ~= ARGV[1] then return {0} end
+local members = redis.call('lrange', KEYS[2], 0, -1)
+redis.call('del', KEYS[1], KEYS[2])
+redis.call('hset', KEYS[3], ARGV[1] .. ':m', cjson.encode(members))
+redis.call('pexpire', KEYS[3], ARGV[2])
+return {1, members}
+"""
+
+# KEYS = res; ARGV = gen id, verdict, res ms.
+_PUBLISH = "redis.call('hset', KEYS[1], ARGV[1], ARGV[2]) return redis.call('pexpire', KEYS[1], ARGV[3])"
+
+
+class RendezvousUnavailable(Exception):
+    """Redis failed, timed out, or its breaker is open."""
+
+
+@dataclass(slots=True)
+class _Watch:
+    texts: list[str]
+    done: asyncio.Future[GroupVerdict]
+
+
+def _keys(key: str) -> tuple[str, str, str]:
+    return f"pcfj:rg:{{{key}}}:cur", f"pcfj:rg:{{{key}}}:open", f"pcfj:rg:{{{key}}}:res"
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+class RedisRendezvous:
+    """Collects groups across replicas (see the module docstring), falling back to ``local`` without Redis."""
+
+    def __init__(
+        self,
+        client: RedisClient,
+        local: LocalCollector,
+        *,
+        judge_timeout_s: float,
+        op_timeout_s: float = 0.5,
+        breaker_failures: int = 3,
+        breaker_cooldown_s: float = 5.0,
+        poll_s: tuple[float, float] = (0.01, 0.2),
+    ) -> None:
+        self.client, self.local = client, local
+        self.judge_timeout_s, self.op_timeout_s = judge_timeout_s, op_timeout_s
+        self.breaker = CircuitBreaker(breaker_failures, breaker_cooldown_s)
+        self.poll_min_s, self.poll_max_s = poll_s
+        self._watches: dict[tuple[str, str], _Watch] = {}
+
+    async def _run(self, op: Callable[[RedisClient], Awaitable[T]]) -> T:
+        if not self.breaker.allow():
+            raise RendezvousUnavailable("circuit breaker open")
+        probe = self.breaker.state == "half_open"
+        try:
+            async with asyncio.timeout(self.op_timeout_s):
+                result = await op(self.client)
+        except Exception as exc:  # anything Redis or the client raises: fall back to in-process grouping
+            self.breaker.failure()
+            raise RendezvousUnavailable(f"{type(exc).__name__}: {exc}") from exc
+        except BaseException:
+            if probe:
+                self.breaker.abandon()
+            raise
+        self.breaker.success()
+        return result
+
+    async def collect(self, key: str, texts: Sequence[str], size: int, wait_s: float, judge: JudgeFn) -> GroupVerdict:
+        """Join the group ``key`` with ``texts`` and return its verdict, wherever it is judged."""
+        keys = _keys(key)
+        open_ms = round((2 * wait_s + GRACE_S) * 1000)
+        res_ms = round((2 * wait_s + self.judge_timeout_s + 12 * GRACE_S) * 1000)
+        gen_id = secrets.token_hex(8)
+        try:
+            reply = await self._run(lambda c: c.eval(_JOIN, 3, *keys, size, gen_id, open_ms, res_ms, *texts))
+        except RendezvousUnavailable:
+            self.local.closed["fallback"] += 1
+            return await self.local.collect(key, texts, size, wait_s, judge)
+        gen = _text(reply[1])
+        if reply[0] == 1:
+            self.local.closed["full"] += 1
+            return await self._judge(key, gen, [_text(m) for m in reply[2]], judge)
+        watch = self._watches.get((key, gen))
+        if watch is None:
+            watch = self._watches[(key, gen)] = _Watch(list(texts), asyncio.get_running_loop().create_future())
+            self.local.spawn(self._watch(key, gen, size, wait_s, judge, watch))
+        else:
+            watch.texts.extend(texts)
+        return await asyncio.shield(watch.done)
+
+    async def _judge(self, key: str, gen: str, members: list[str], judge: JudgeFn) -> GroupVerdict:
+        """Judge a closed generation in a task of its own, publish the verdict, hand it to local waiters."""
+        done: asyncio.Future[GroupVerdict] = asyncio.get_running_loop().create_future()
+        self.local.spawn(self._judge_and_publish(key, gen, members, judge, done))
+        return await asyncio.shield(done)
+
+    async def _judge_and_publish(
+        self, key: str, gen: str, members: list[str], judge: JudgeFn, done: asyncio.Future[GroupVerdict]
+    ) -> None:
+        await settle(done, judge(members))
+        if done.cancelled() or done.exception() is not None:
+            return
+        verdict = done.result()
+        watch = self._watches.get((key, gen))
+        if watch is not None and not watch.done.done():
+            watch.done.set_result(verdict)
+        res, blob = _keys(key)[2], verdict.to_json()
+        res_ms = round((self.judge_timeout_s + 12 * GRACE_S) * 1000)
+        try:
+            await self._run(lambda c: c.eval(_PUBLISH, 1, res, gen, blob, res_ms))
+        except RendezvousUnavailable:
+            return  # other replicas' watchers take over when no verdict comes
+
+    async def _watch(self, key: str, gen: str, size: int, wait_s: float, judge: JudgeFn, watch: _Watch) -> None:
+        try:
+            await settle(watch.done, self._await_group(key, gen, size, wait_s, judge, watch))
+        finally:
+            self._watches.pop((key, gen), None)
+
+    async def _await_group(
+        self, key: str, gen: str, size: int, wait_s: float, judge: JudgeFn, watch: _Watch
+    ) -> GroupVerdict:
+        loop = asyncio.get_running_loop()
+        close_at = loop.time() + wait_s
+        keys = _keys(key)
+        try:
+            verdict = await self._poll(keys[2], gen, close_at, watch)
+            if verdict is not None:
+                return verdict
+            res_ms = round((wait_s + self.judge_timeout_s + 12 * GRACE_S) * 1000)
+            reply = await self._run(lambda c: c.eval(_CLOSE, 3, *keys, gen, res_ms))
+            if reply[0] == 1:
+                self.local.closed["timeout"] += 1
+                return await self._judge(key, gen, [_text(m) for m in reply[1]], judge)
+            verdict = await self._poll(keys[2], gen, loop.time() + self.judge_timeout_s + GRACE_S, watch)
+            if verdict is not None:
+                return verdict
+            blob = await self._run(lambda c: c.hget(keys[2], f"{gen}:m"))
+        except RendezvousUnavailable:
+            self.local.closed["fallback"] += 1
+            remaining = max(0.0, close_at - loop.time())
+            return await self.local.collect(key, list(watch.texts), size, remaining, judge)
+        self.local.closed["takeover"] += 1
+        members = [str(m) for m in json.loads(blob)] if blob else list(watch.texts)
+        return await self._judge(key, gen, members, judge)
+
+    async def _poll(self, res: str, gen: str, until: float, watch: _Watch) -> GroupVerdict | None:
+        """The published verdict of ``gen``, or None at ``until``; stops early once ``watch`` is resolved."""
+        loop = asyncio.get_running_loop()
+        delay = self.poll_min_s
+        while not watch.done.done():
+            blob = await self._run(lambda c: c.hget(res, gen))
+            if blob is not None:
+                return GroupVerdict.from_json(blob)
+            remaining = until - loop.time()
+            if remaining <= 0:
+                return None
+            await asyncio.sleep(min(remaining, delay))
+            delay = min(delay * 2, self.poll_max_s)
+        return watch.done.result() if not watch.done.cancelled() else None
+
+    async def aclose(self) -> None:
+        await close(self.client)

@@ -1,0 +1,200 @@
+"""One reward group judged as one listwise PCFJudge task, and each member's reward read from the consensus.
+
+A group's members are completions of one prompt (GRPO's G samples). Their distinct responses are the candidates of
+ONE listwise task, so a group costs K calls, not K per member; identical responses are one candidate and get the same
+reward. A group with one distinct response is scored pointwise: the same prompt family with a single candidate (one
+call: there is no order to permute) and reward = the judge's score / 100, whatever the mode.
+
+Rewards (0–1) of a candidate in a group of two or more, by mode:
+  consensus  its PCFJudge consensus / 100 (paper Eq. 5: mean score, Borda rank, top vote, uncertainty)
+  borda      its Borda share / 100 (1 = ranked first in every permutation, 0 = last in every one)
+  win        its top vote: the share of permutations that put it on top (ties split)
+More distinct responses than the judge compares at once (PCFJ_MAX_CANDIDATES; only when collected requests
+overshoot the group size) are split into near-equal chunks, each judged as a group of its own.
+A failed judgment gives every member of its chunk a ``Failure`` and no reward: never a made-up number.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any, Literal
+
+from pcfjudge.judge import Judge
+from pcfjudge.judging import permutations as perms
+from pcfjudge.judging.failures import JudgingFailed
+from pcfjudge.judging.listwise import ListwiseResult, ListwiseTask
+from pcfjudge.judging.prompts import listwise_version
+from pcfjudge.refusal import Refusal
+
+RewardMode = Literal["consensus", "borda", "win"]
+Scoring = Literal["group", "pointwise"]
+
+
+def digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:24]
+
+
+@dataclass(frozen=True, slots=True)
+class GroupSpec:
+    """What every member of a group shares; members meet only when all of it (and the group label) agrees."""
+
+    prompt: str
+    reference: str | None
+    model: str  # resolved provider:model
+    k: int
+    tenant: str = ""  # the calling key's name: different keys' samples are never judged together
+
+    def key(self, label: str) -> str:
+        parts = [label, self.prompt, self.reference, self.model, self.k, self.tenant]
+        return hashlib.sha256(json.dumps(parts, ensure_ascii=False).encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """Why a member has no reward: the HTTP status and error kind the judgment failed with."""
+
+    status: int
+    kind: str
+    detail: str
+    retry_after: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class MemberOutcome:
+    """What the judge said about one distinct response of a group (shared by every member that gave it)."""
+
+    group_size: int  # members judged together, identical responses included
+    candidates: int  # distinct responses the judge compared
+    scoring: Scoring
+    k: int
+    prompt_version: str
+    score: float | None = None  # the judge's mean 0–100 score over the permutations
+    consensus: float | None = None  # 0–100; None when scored pointwise
+    borda: float | None = None
+    top_vote: float | None = None
+    rank: int | None = None  # 1 = best consensus in the group; None when scored pointwise
+    winner: bool | None = None
+    order_sensitive: bool | None = None
+    failure: Failure | None = None
+
+    def reward(self, mode: RewardMode) -> float | None:
+        """The reward in 0–1 for ``mode`` (see the module docstring); None when the judgment failed."""
+        if self.failure is not None or self.score is None:
+            return None
+        if self.scoring == "pointwise":
+            value = self.score / 100
+        else:
+            picked = {"consensus": self.consensus, "borda": self.borda, "win": self.top_vote}[mode]
+            assert picked is not None
+            value = picked if mode == "win" else picked / 100
+        return round(min(1.0, max(0.0, value)), 6)
+
+
+@dataclass(frozen=True, slots=True)
+class GroupUsage:
+    backend_calls: int = 0
+    cache_hits: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_tokens: int = 0
+    cost_usd: float | None = None
+
+    def __add__(self, other: GroupUsage) -> GroupUsage:
+        costs = [c for c in (self.cost_usd, other.cost_usd) if c is not None]
+        return GroupUsage(
+            self.backend_calls + other.backend_calls,
+            self.cache_hits + other.cache_hits,
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.cached_tokens + other.cached_tokens,
+            round(sum(costs), 6) if costs else None,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class GroupVerdict:
+    """Every distinct response's outcome (by ``digest``) and what judging the group used; JSON for Redis."""
+
+    model: str
+    outcomes: dict[str, MemberOutcome]
+    usage: GroupUsage = field(default_factory=GroupUsage)
+
+    def outcome(self, text: str) -> MemberOutcome | None:
+        return self.outcomes.get(digest(text))
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), ensure_ascii=False, separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, blob: str | bytes) -> GroupVerdict:
+        data: dict[str, Any] = json.loads(blob)
+        outcomes = {}
+        for key, value in data["outcomes"].items():
+            failure = value.pop("failure")
+            outcomes[key] = MemberOutcome(**value, failure=Failure(**failure) if failure else None)
+        return cls(data["model"], outcomes, GroupUsage(**data["usage"]))
+
+
+async def judge_group(judge: Judge, spec: GroupSpec, texts: Sequence[str], *, max_candidates: int) -> GroupVerdict:
+    """Judge the members' responses (duplicates allowed) as one group (or near-equal chunks past the limit)."""
+    counts = Counter(texts)  # first-arrival order of the distinct responses
+    unique = list(counts)
+    parts = -(-len(unique) // max_candidates)
+    chunks = [unique[i::parts] for i in range(parts)]
+    judged = await asyncio.gather(*(_judge_chunk(judge, spec, chunk, counts) for chunk in chunks))
+    outcomes: dict[str, MemberOutcome] = {}
+    usage = GroupUsage()
+    for chunk_outcomes, chunk_usage in judged:
+        outcomes |= chunk_outcomes
+        usage += chunk_usage
+    return GroupVerdict(spec.model, outcomes, usage)
+
+
+async def _judge_chunk(
+    judge: Judge, spec: GroupSpec, texts: list[str], counts: Counter[str]
+) -> tuple[dict[str, MemberOutcome], GroupUsage]:
+    n = len(texts)
+    base = MemberOutcome(
+        group_size=sum(counts[t] for t in texts),
+        candidates=n,
+        scoring="group" if n > 1 else "pointwise",
+        k=min(spec.k, perms.max_k(n)),
+        prompt_version=listwise_version(spec.reference),
+    )
+    ids = [str(i) for i in range(n)]
+    task = ListwiseTask(spec.prompt, ids, texts, k=spec.k, model=spec.model, reference=spec.reference)
+    try:
+        result = await judge.listwise(task)
+    except (JudgingFailed, Refusal) as exc:
+        failure = Failure(exc.status, exc.kind, exc.detail, exc.retry_after)
+        return {digest(t): replace(base, failure=failure) for t in texts}, GroupUsage()
+    usage = GroupUsage(
+        result.backend_calls,
+        result.cache_hits,
+        result.usage.input_tokens,
+        result.usage.output_tokens,
+        result.usage.cached_tokens,
+        judge.cost_usd(result.model, result.usage),
+    )
+    return {digest(t): _scored(base, result, cid) for cid, t in zip(ids, texts, strict=True)}, usage
+
+
+def _scored(base: MemberOutcome, result: ListwiseResult, cid: str) -> MemberOutcome:
+    stats = result.consensus.candidates[cid]
+    group = base.scoring == "group"
+    return replace(
+        base,
+        k=result.k,
+        score=round(stats.mean_score, 4),
+        consensus=round(stats.consensus, 4) if group else None,
+        borda=round(stats.borda, 4) if group else None,
+        top_vote=round(stats.top_vote, 4) if group else None,
+        rank=result.consensus.ranking.index(cid) + 1 if group else None,
+        winner=cid in result.consensus.winners if group else None,
+        order_sensitive=result.order_sensitive,
+    )

@@ -1,0 +1,1 @@
+"""Who may call (API keys), how much (quotas) and how big one request may be (cost caps)."""

@@ -1,0 +1,170 @@
+// The playground form: candidates, settings, the API key, and one request to /judge/listwise or /judge/pairwise.
+import { EXAMPLES } from "./examples.js";
+import {
+  consensusRows, h, renderConsensusTable, renderError, renderHeatmap, renderPairwise, renderVerdicts,
+} from "./render.js";
+
+const KEY_STORAGE = "pcfjudge.apiKey";
+const $ = (id) => document.getElementById(id);
+const list = $("candidates");
+
+function candidateRows() {
+  return [...list.querySelectorAll("li")];
+}
+
+function freshId() {
+  const taken = new Set(candidateRows().map((li) => li.querySelector(".cand-id").value));
+  const letters = "abcdefghijklmnopqrstuvwxyz".split("");
+  return letters.find((c) => !taken.has(c)) ?? String(taken.size);
+}
+
+function addCandidate(id = freshId(), text = "") {
+  const remove = h("button", { type: "button", className: "remove", "aria-label": "remove candidate", title: "remove" }, "×");
+  const li = h(
+    "li",
+    {},
+    h("input", { className: "cand-id", "aria-label": "candidate id", value: id, spellcheck: "false" }),
+    h("textarea", { className: "cand-text", "aria-label": "candidate answer", rows: 2, placeholder: "A candidate answer" }),
+  );
+  li.querySelector("textarea").value = text;
+  li.append(remove);
+  remove.addEventListener("click", () => {
+    li.remove();
+    updateCandidates();
+  });
+  list.append(li);
+  updateCandidates();
+  return li;
+}
+
+function updateCandidates() {
+  const rows = candidateRows();
+  $("candidate-count").textContent = `${rows.length} (the service takes 2–16 by default)`;
+  rows.forEach((li) => { li.querySelector(".remove").hidden = rows.length <= 1; });
+  const pairwise = $("pairwise");
+  pairwise.disabled = rows.length !== 2;
+  if (pairwise.disabled) pairwise.checked = false;
+  updateSettings();
+}
+
+function updateSettings() {
+  const pairwise = $("pairwise").checked;
+  for (const id of ["k", "seed", "mode", "weights"]) $(id).disabled = pairwise;
+  $("submit").textContent = pairwise ? "Judge the pair (APOCJudge)" : "Judge (PCFJudge)";
+}
+
+function loadExample(example) {
+  $("question").value = example.question;
+  list.replaceChildren();
+  for (const [id, text] of example.candidates) addCandidate(id, text);
+  if (example.k !== undefined) $("k").value = example.k;
+  $("pairwise").checked = Boolean(example.pairwise) && !$("pairwise").disabled;
+  updateSettings();
+}
+
+// A number field: omitted when empty (the service default applies), otherwise sent as typed so that the service,
+// not the page, says what is wrong with it.
+function numberField(id) {
+  const raw = $(id).value.trim();
+  if (raw === "") return undefined;
+  const value = Number(raw);
+  return Number.isFinite(value) ? value : raw;
+}
+
+function candidates() {
+  return candidateRows().map((li) => ({ id: li.querySelector(".cand-id").value, text: li.querySelector(".cand-text").value }));
+}
+
+function requestFor(cands) {
+  const model = $("model").value.trim() || undefined;
+  const question = $("question").value;
+  if ($("pairwise").checked) {
+    return ["judge/pairwise", { question, response_a: cands[0].text, response_b: cands[1].text, model }];
+  }
+  const body = {
+    question, candidates: cands, model, k: numberField("k"), seed: numberField("seed"),
+    mode: $("mode").value, weights: $("weights").value, include_runs: true,
+  };
+  return ["judge/listwise", body];
+}
+
+async function post(path, body) {
+  const headers = { "content-type": "application/json", accept: "application/json" };
+  const key = sessionStorage.getItem(KEY_STORAGE);
+  if (key) headers.authorization = `Bearer ${key}`;
+  const response = await fetch(path, { method: "POST", headers, body: JSON.stringify(body) });
+  const text = await response.text();
+  let data = null;
+  try { data = JSON.parse(text); } catch { data = null; }
+  return { response, data, text };
+}
+
+function show(section) {
+  for (const id of ["listwise-result", "pairwise-result"]) $(id).hidden = id !== section;
+  if (section) $("error").hidden = true;
+}
+
+function showListwise(data, cands) {
+  const texts = new Map(cands.map((c) => [c.id, c.text]));
+  renderVerdicts({ consensus: $("consensus-verdict"), direct: $("direct-verdict"), diagnostics: $("diagnostics") }, data, texts);
+  renderConsensusTable($("consensus-table"), consensusRows(data, texts));
+  renderHeatmap($("heatmap"), $("legend"), data);
+  show("listwise-result");
+}
+
+function showPairwise(data, cands) {
+  const ids = { A: cands[0].id || "A", B: cands[1].id || "B" };
+  renderPairwise({ verdict: $("pairwise-verdict"), diagnostics: $("pairwise-diagnostics"), passes: $("passes") }, data, ids);
+  show("pairwise-result");
+}
+
+async function submit(event) {
+  event.preventDefault();
+  const cands = candidates();
+  const [path, body] = requestFor(cands);
+  const button = $("submit");
+  button.disabled = true;
+  $("error").hidden = true;
+  $("status").textContent = `Judging ${cands.length} candidates…`;
+  const started = performance.now();
+  try {
+    const { response, data, text } = await post(path, body);
+    const seconds = ((performance.now() - started) / 1000).toFixed(2);
+    if (response.ok && data) {
+      (path === "judge/pairwise" ? showPairwise : showListwise)(data, cands);
+      $("status").textContent = `Judged in ${seconds} s by ${data.model}.`;
+    } else {
+      show(null);
+      renderError($("error"), { status: response.status, data, text: text.slice(0, 500), retryAfter: response.headers.get("retry-after") });
+      $("status").textContent = `The service answered ${response.status} after ${seconds} s.`;
+    }
+  } catch (error) {
+    show(null);
+    renderError($("error"), { status: 0, data: null, text: `could not reach the service: ${error.message}` });
+    $("status").textContent = "";
+  } finally {
+    button.disabled = false;
+  }
+}
+
+function init() {
+  const select = $("example");
+  EXAMPLES.forEach((example, i) => select.append(h("option", { value: i }, example.name)));
+  select.addEventListener("change", () => {
+    if (select.value !== "") loadExample(EXAMPLES[Number(select.value)]);
+  });
+  const key = $("api-key");
+  key.value = sessionStorage.getItem(KEY_STORAGE) ?? "";
+  key.addEventListener("input", () => {
+    if (key.value) sessionStorage.setItem(KEY_STORAGE, key.value);
+    else sessionStorage.removeItem(KEY_STORAGE);
+  });
+  $("add-candidate").addEventListener("click", () => addCandidate().querySelector("textarea").focus());
+  $("pairwise").addEventListener("change", updateSettings);
+  $("judge-form").addEventListener("submit", submit);
+  select.value = "0";
+  loadExample(EXAMPLES[0]);
+  document.body.dataset.ready = "true";
+}
+
+init();
