@@ -4,7 +4,8 @@ Shared by ``tests/test_playground_browser.py`` and ``python -m tests.screenshot`
 
 - ``chromium()``: a headless chromium (``/usr/bin/chromium``, installed by scripts/test.sh);
 - ``Watched``: a page that records console errors, uncaught exceptions and every request it makes, and aborts any
-  request that would leave the local server (so "works offline" is tested, not assumed);
+  request that would leave the local server (so "works offline" is tested, not assumed); requests the page's own
+  Content-Security-Policy refused are never sent, and are listed apart (``refused``);
 - ``judge_example``: load a built-in example, submit it and return the service's JSON answer as the page got it.
 """
 
@@ -51,6 +52,7 @@ class Watched:
     console_errors: list[str] = field(default_factory=list)
     requests: list[str] = field(default_factory=list)
     blocked: list[str] = field(default_factory=list)
+    refused: list[str] = field(default_factory=list)  # stopped by the page's Content-Security-Policy: never sent
     last_sent: dict[str, Any] = field(default_factory=dict)  # the JSON body of the last judging request
 
     @classmethod
@@ -65,6 +67,7 @@ class Watched:
             page.on("console", watched._console)
             page.on("pageerror", lambda exc: watched.console_errors.append(f"uncaught: {exc}"))
             page.on("request", watched._request)
+            page.on("requestfailed", watched._failed)
             page.goto(f"{watched.base_url}{path}")
             yield watched
         finally:
@@ -85,10 +88,15 @@ class Watched:
     def _request(self, request: Request) -> None:
         self.requests.append(request.url)
 
+    def _failed(self, request: Request) -> None:
+        if request.failure == "csp":
+            self.refused.append(request.url)
+
     def external_requests(self) -> list[str]:
-        """Every request that went (or tried to go) anywhere but the local server."""
+        """Every request that went (or tried to go) anywhere but the local server: the browser sent it."""
         local = (f"{self.base_url}/", "data:", "blob:")
-        return self.blocked + [url for url in self.requests if not url.startswith(local)]
+        outside = [url for url in self.requests if not url.startswith(local) and url not in self.refused]
+        return self.blocked + outside
 
     def wait_ready(self) -> None:
         self.page.wait_for_selector("body[data-ready='true']")

@@ -12,10 +12,11 @@ import pydantic
 import pytest
 from pcfjudge.api.pairwise_schemas import PairwiseResponse
 from pcfjudge.api.rerank_schemas import RerankResponse
+from pcfjudge.api.reward_schemas import RewardResponse
 from pcfjudge.api.schemas import ListwiseResponse
 
 from tests.flaky_proxy import FlakyProxy
-from tests.helpers import CANDIDATES, QUESTION
+from tests.helpers import CANDIDATES, QUESTION, serve_process
 
 HEAVY = {"fastapi", "starlette", "uvicorn", "redis", "openai", "anthropic", "prometheus_client"}
 
@@ -41,6 +42,8 @@ def test_sync_client_returns_the_servers_models(serve_url: str) -> None:
         listwise = judge.listwise(QUESTION, CANDIDATES, k=3, include_runs=False)
         pairwise = judge.pairwise(QUESTION, CANDIDATES[0], CANDIDATES[1])
         reranked = judge.rerank(QUESTION, CANDIDATES, top_n=2, return_documents=True)
+        samples = [{"prompt": QUESTION, "response": text} for text in CANDIDATES]
+        rewarded = judge.reward(samples, k=3)
     assert isinstance(listwise, ListwiseResponse) and listwise.k == 3 and listwise.runs is None
     assert {c.id for c in listwise.candidates} == {"0", "1", "2"} and listwise.winners
     assert isinstance(pairwise, PairwiseResponse) and pairwise.winner in ("A", "B", "tie")
@@ -48,6 +51,8 @@ def test_sync_client_returns_the_servers_models(serve_url: str) -> None:
     best = reranked.results[0]
     assert best.document == {"text": CANDIDATES[best.index]}
     assert reranked.results[0].relevance_score >= reranked.results[1].relevance_score
+    assert isinstance(rewarded, RewardResponse) and len(rewarded.rewards) == 3
+    assert all(r is not None and 0 <= r <= 1 for r in rewarded.rewards) and rewarded.samples[0].group_size == 3
 
 
 @pytest.mark.slow
@@ -95,7 +100,27 @@ async def test_async_client_retries_an_injected_503(serve_url: str) -> None:
             listwise = await judge.listwise(QUESTION, [{"id": "a", "text": CANDIDATES[0]}, {"id": "b", "text": "No."}])
             pairwise = await judge.pairwise(QUESTION, CANDIDATES[0], CANDIDATES[1], keyed=False)
             reranked = await judge.rerank(QUESTION, CANDIDATES, model="rerank-v3.5")
-    assert [action for _, _, action in proxy.seen] == ["503", "drop", "forward", "forward", "forward"]
+            rewarded = await judge.reward([{"prompt": QUESTION, "response": text} for text in CANDIDATES[:2]])
+    assert [action for _, _, action in proxy.seen] == ["503", "drop", *["forward"] * 4]
+    assert [s.rank for s in rewarded.samples] in ([1, 2], [2, 1], [1, 1])
     assert {c.id for c in listwise.candidates} == {"a", "b"} and pairwise.keyed.skipped in (None, "disabled")
     assert sorted(r.index for r in reranked.results) == [0, 1, 2] and reranked.model == "sim:default"
     assert {h["authorization"] for h in proxy.headers} == {"Bearer k-1"}
+
+
+@pytest.mark.slow
+def test_api_key_and_quota_errors_from_a_protected_service() -> None:
+    """With PCFJ_API_KEYS the client's key is what gets in; a spent quota is a ServiceError carrying Retry-After."""
+    env = {"PCFJ_API_KEYS": "ci:sk-pcfj-client-test", "PCFJ_QUOTA_REQUESTS_PER_MIN": "2"}
+    with serve_process(env=env) as url:
+        no_retry = pcfjudge.RetryPolicy(attempts=1)
+        with pcfjudge.Client(url, retry=no_retry) as anonymous, pytest.raises(pcfjudge.ServiceError) as refused:
+            anonymous.listwise(QUESTION, CANDIDATES, k=1)
+        with pcfjudge.Client(url, api_key="sk-pcfj-client-test", retry=no_retry) as judge:
+            assert judge.rerank(QUESTION, CANDIDATES, k=1).model == "sim:default"
+            judge.listwise(QUESTION, CANDIDATES, k=1)
+            with pytest.raises(pcfjudge.ServiceError) as limited:
+                judge.listwise(QUESTION, CANDIDATES, k=1)
+    assert refused.value.status == 401 and "detail" in refused.value.body
+    assert limited.value.status == 429 and limited.value.retry_after is not None and limited.value.retry_after >= 1
+    assert "quota" in limited.value.detail

@@ -36,6 +36,9 @@ def test_wheel_contains_only_the_pcfjudge_package(tmp_path: Path) -> None:
     assert tops == {"pcfjudge", f"{wheel.name.split('-')[0]}-{wheel.name.split('-')[1]}.dist-info"}, tops
     assert "pcfjudge/__init__.py" in names and "pcfjudge/judging/consensus.py" in names
     assert not any(name.startswith("app/") for name in names)
+    static = ROOT / "app" / "pcfjudge" / "static"  # the playground page, served at / from package data
+    assert {f"pcfjudge/static/{f.name}" for f in static.iterdir()} <= set(names)
+    assert "pcfjudge/static/index.html" in names
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
     assert "pcfjudge = pcfjudge.cli:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
 

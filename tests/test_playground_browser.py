@@ -14,8 +14,10 @@ import pytest
 from playwright.sync_api import Browser
 
 from tests.browser import Watched, chromium, judge_example, require_chromium
+from tests.helpers import serve_process
 
 pytestmark = pytest.mark.slow
+API_KEY = "pcfj-playground-test-key"
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +57,13 @@ def test_the_page_loads_its_own_assets_with_no_console_errors(watched: Watched) 
     candidates = page.locator("#candidates li .cand-text")
     assert candidates.count() >= 2 and all(t.strip() for t in candidates.evaluate_all("(els) => els.map(e => e.value)"))
     loaded = {url.removeprefix(watched.base_url) for url in watched.requests}
-    assert {"/", "/static/playground.js", "/static/render.js", "/static/examples.js", "/static/playground.css"} <= loaded
+    assert {
+        "/",
+        "/static/playground.js",
+        "/static/render.js",
+        "/static/examples.js",
+        "/static/playground.css",
+    } <= loaded
     assert watched.console_errors == [] and watched.external_requests() == []
 
 
@@ -88,7 +96,9 @@ def test_an_example_judged_end_to_end_shows_the_table_and_a_heat_map_with_k_rows
         assert [float(s) for s in attrs(watched, f"{row} td", "score")] == [
             run["judgments"][cid]["score"] for cid in run["order"]
         ]
-        backgrounds = page.locator(f"{row} td").evaluate_all("(els) => els.map(e => getComputedStyle(e).backgroundColor)")
+        backgrounds = page.locator(f"{row} td").evaluate_all(
+            "(els) => els.map(e => getComputedStyle(e).backgroundColor)"
+        )
         for cid, background in zip(run["order"], backgrounds, strict=True):
             colours.setdefault(run["judgments"][cid]["score"], set()).add(background)
     assert all(len(c) == 1 for c in colours.values()), "one score, one colour"
@@ -141,6 +151,14 @@ def test_settings_reach_the_service(watched: Watched) -> None:
     for i in range(3):  # repeated canonical: the same displayed order in every row
         assert attrs(watched, f"#heatmap tbody tr:nth-child({i + 1}) td", "id") == canonical
 
+    page.fill("#k", "auto")  # adaptive K: one heat-map row per run the service chose to make
+    page.select_option("#mode", "consensus")
+    status, sent, result = watched.submit("/judge/listwise")
+    assert status == 200 and sent["k"] == "auto", result
+    made = result["diagnostics"]["runs_made"]
+    assert page.locator("#heatmap tbody tr").count() == len(result["runs"]) == made
+    assert f"stopped: {result['diagnostics']['stopped']}" in described(watched, "#diagnostics")["K"]
+
 
 def test_client_errors_show_the_services_message(watched: Watched) -> None:
     page = watched.page
@@ -180,33 +198,44 @@ def test_a_pair_is_judged_with_apocjudge(watched: Watched) -> None:
     assert page.is_disabled("#pairwise") and not page.is_checked("#pairwise")
 
 
-def test_the_api_key_stays_in_session_storage_and_is_sent_as_bearer(browser: Browser, watched: Watched) -> None:
-    page = watched.page
-    page.fill("#api-key", "pcfj-test-key-1")
-    with page.expect_request(f"{watched.base_url}/judge/listwise") as request:
-        page.click("#submit")
-    assert request.value.all_headers()["authorization"] == "Bearer pcfj-test-key-1"
-    stored = page.evaluate("() => [sessionStorage.getItem('pcfjudge.apiKey'), localStorage.length, document.cookie]")
-    assert stored == ["pcfj-test-key-1", 0, ""]
-    page.reload()
-    watched.wait_ready()
-    assert page.input_value("#api-key") == "pcfj-test-key-1"  # same tab: kept
-    with Watched.open(browser, watched.base_url) as other:
-        other.wait_ready()
-        assert other.page.input_value("#api-key") == ""  # another tab or session: not kept
-        other.page.fill("#api-key", "")
-        with other.page.expect_request(f"{watched.base_url}/judge/listwise") as request:
-            other.page.click("#submit")
-        assert "authorization" not in request.value.all_headers()
+def test_with_api_keys_on_the_page_is_open_and_the_key_is_sent_from_session_storage(browser: Browser) -> None:
+    with serve_process(env={"PCFJ_API_KEYS": f"playground:{API_KEY}"}) as url, Watched.open(browser, url) as w:
+        w.wait_ready()  # the page and its assets need no key
+        status, _, answer = w.submit("/judge/listwise")
+        assert status == 401 and answer["detail"] in w.page.inner_text("#error")
+        w.page.fill("#api-key", API_KEY)
+        with w.page.expect_request(f"{url}/judge/listwise") as request:
+            status, _, result = w.submit("/judge/listwise")
+        assert status == 200 and request.value.all_headers()["authorization"] == f"Bearer {API_KEY}"
+        assert w.page.locator("#heatmap tbody tr").count() == len(result["runs"]) and w.page.is_hidden("#error")
+        stored = w.page.evaluate(
+            "() => [sessionStorage.getItem('pcfjudge.apiKey'), localStorage.length, document.cookie]"
+        )
+        assert stored == [API_KEY, 0, ""]
+        w.page.reload()
+        w.wait_ready()
+        assert w.page.input_value("#api-key") == API_KEY  # the same tab keeps it
+        with Watched.open(browser, url) as other:
+            other.wait_ready()
+            assert other.page.input_value("#api-key") == ""  # another tab or browser session does not
+        assert all("401" in e for e in w.console_errors), w.console_errors  # chromium logs the refused fetch
 
 
-@pytest.mark.parametrize(
-    ("path", "rendered"),
-    [("/docs", '.swagger-ui .opblock-summary-path >> text="/judge/listwise"'), ("/redoc", "h1 >> text=pcfjudge")],
-)
-def test_the_api_docs_render_offline(browser: Browser, serve_url: str, path: str, rendered: str) -> None:
-    with Watched.open(browser, serve_url, path) as w:
-        w.page.wait_for_selector(rendered)
+def test_swagger_ui_renders_offline(browser: Browser, serve_url: str) -> None:
+    with Watched.open(browser, serve_url, "/docs") as w:
+        w.page.wait_for_selector('.swagger-ui .opblock-summary-path[data-path="/judge/listwise"]')
         loaded = {url.removeprefix(w.base_url) for url in w.requests}
-        assert "/openapi.json" in loaded and any(u.startswith("/static/vendor/") for u in loaded), loaded
+        assert {"/openapi.json", "/static/vendor/swagger-ui-bundle.js", "/static/vendor/swagger-ui.css"} <= loaded
         assert w.external_requests() == [] and w.console_errors == []
+
+
+def test_redoc_renders_offline(browser: Browser, serve_url: str) -> None:
+    with Watched.open(browser, serve_url, "/redoc") as w:
+        w.page.wait_for_selector("h1 >> text=pcfjudge")
+        w.page.wait_for_selector('[data-section-id="operation/judge_listwise_route_judge_listwise_post"]')
+        loaded = {url.removeprefix(w.base_url) for url in w.requests}
+        assert {"/openapi.json", "/static/vendor/redoc.standalone.js"} <= loaded
+        assert w.external_requests() == []
+        # ReDoc's sidebar credit is a CDN image: the page's policy refuses it before any request is made
+        assert all(url.startswith("https://cdn.redoc.ly/") for url in w.refused), w.refused
+        assert all("Content Security Policy" in e and "cdn.redoc.ly" in e for e in w.console_errors), w.console_errors

@@ -127,6 +127,9 @@ def build_parser() -> argparse.ArgumentParser:
     from pcfjudge.bench.cli import add_bench_commands
 
     add_bench_commands(sub)
+    from pcfjudge.cli_judge import add_judge_command
+
+    add_judge_command(sub)
     return parser
 
 

@@ -8,8 +8,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from pcfjudge import __version__, metrics
-from pcfjudge.api import errors, health, listwise, observability, pairwise, playground, rerank
-from pcfjudge.api import reward, reward_adapters
+from pcfjudge.api import errors, health, listwise, observability, pairwise, playground, rerank, reward, reward_adapters
 from pcfjudge.api.auth import AuthMiddleware
 from pcfjudge.api.body import BodyMiddleware
 from pcfjudge.api.middleware import RequestMiddleware

@@ -22,7 +22,9 @@ from pcfjudge.judging import consensus as cons
 from pcfjudge.judging import permutations as perms
 from pcfjudge.judging.listwise import ListwiseResult, ListwiseTask
 from pcfjudge.judging.types import RunRecord
+from pcfjudge.judging.waves import Adaptive, Budget, BudgetError
 from pcfjudge.services import Services
+from pcfjudge.settings import Settings
 from pcfjudge.types import MAX_K
 
 router = APIRouter()
@@ -43,7 +45,10 @@ ERROR_RESPONSES: dict[int | str, dict[str, object]] = {
 @router.post("/judge/listwise", response_model=ListwiseResponse, responses=ERROR_RESPONSES)
 async def judge_listwise_route(body: ListwiseRequest, request: Request, services: ServicesDep) -> ListwiseResponse:
     """PCFJudge: judge the candidates over K permutations and return the permutation consensus (paper Eq. 1–5)."""
-    result = await judged("/judge/listwise", services.judge.listwise(build_task(body, services)))
+    try:
+        result = await judged("/judge/listwise", services.judge.listwise(build_task(body, services)))
+    except BudgetError as exc:
+        raise client_error(exc.field, exc.detail) from None
     record_listwise(result)
     response = to_response(result, request.state.request_id, body.include_runs, services)
     services.metrics.cost(result.model, response.usage.cost_usd)
@@ -80,11 +85,12 @@ def build_task(body: ListwiseRequest, services: Services) -> ListwiseTask:
             raise client_error("permutations", str(exc)) from None
     if body.oracle_best is not None and body.oracle_best not in ids:
         raise client_error("oracle_best", f"{body.oracle_best!r} is not one of the candidate ids")
+    k, auto = runs_per_execution(body, s)
     task = ListwiseTask(
         question=body.question,
         ids=ids,
         texts=texts,
-        k=body.k or s.default_k,
+        k=k,
         mode=body.mode,
         weights=weights,
         executions=body.executions,
@@ -93,8 +99,39 @@ def build_task(body: ListwiseRequest, services: Services) -> ListwiseTask:
         oracle_best=body.oracle_best,
         cache_mode=body.cache,
         model=model.string,
+        auto=auto,
+        budget=budget(body, s, model.string),
     )
     return task
+
+
+def runs_per_execution(body: ListwiseRequest, settings: Settings) -> tuple[int, Adaptive | None]:
+    """K (k_max with ``"k": "auto"``) and the adaptive-K settings; k_min, k_max and stop only go with auto."""
+    if body.k != "auto":
+        for name in ("k_min", "k_max", "stop"):
+            if name in body.model_fields_set:
+                raise client_error(name, 'applies only with "k": "auto" (adaptive K); remove it or set k to "auto"')
+        return body.k or settings.default_k, None
+    if body.mode != "consensus" or body.permutations is not None:
+        raise client_error("k", '"auto" applies to mode consensus over the permutation schedule (no permutations)')
+    k_max = body.k_max or settings.default_k
+    k_min = body.k_min if "k_min" in body.model_fields_set else min(body.k_min, k_max)
+    if k_min > k_max:
+        raise client_error("k_min", f"must not exceed k_max ({k_max})")
+    return k_max, Adaptive(k_min, body.stop)
+
+
+def budget(body: ListwiseRequest, settings: Settings, model: str) -> Budget | None:
+    """The request's spending limits; a cost budget needs the model's price."""
+    if body.max_cost_usd is not None and model not in settings.prices:
+        raise client_error(
+            "max_cost_usd",
+            f"model {model} has no price, so a cost budget cannot be kept; set PCFJ_PRICES (USD per million input "
+            f'and output tokens, e.g. {{"{model}": [1.25, 10]}}) or use max_calls',
+        )
+    if body.max_calls is None and body.max_cost_usd is None:
+        return None
+    return Budget(body.max_calls, body.max_cost_usd)
 
 
 def _run_out(run: RunRecord) -> RunOut:
@@ -141,6 +178,8 @@ def to_response(result: ListwiseResult, request_id: str, include_runs: bool, ser
             order_sensitive=result.order_sensitive,
             k_requested=result.k_requested,
             k_capped=result.k_capped,
+            runs_made=len(result.runs),
+            stopped=result.stopped,
         ),
         usage=UsageOut(
             backend_calls=result.backend_calls,

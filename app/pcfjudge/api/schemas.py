@@ -5,7 +5,17 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationInfo, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    StrictInt,
+    Tag,
+    ValidationInfo,
+    field_validator,
+)
 
 from pcfjudge.types import MAX_K
 
@@ -82,7 +92,36 @@ class ListwiseRequest(Strict):
         f"2 to PCFJ_MAX_CANDIDATES (default {MAX_CANDIDATES}).",
         json_schema_extra={"minItems": 2, "maxItems": MAX_CANDIDATES},
     )
-    k: int | None = Field(default=None, ge=1, le=MAX_K, description="Permutations (runs) per execution; default 7.")
+    k: Annotated[StrictInt, Field(ge=1, le=MAX_K)] | Literal["auto"] | None = Field(
+        default=None,
+        description='Permutations (runs) per execution (default 7), or "auto": run k_min, then stop as soon as `stop` '
+        "allows, at most k_max (adaptive K).",
+    )
+    k_min: StrictInt = Field(
+        default=3, ge=1, le=MAX_K, description='With k "auto": runs per execution before any stop.'
+    )
+    k_max: StrictInt | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_K,
+        description='With k "auto": the most runs per execution (default: the default k, 7).',
+    )
+    stop: Literal["certified", "confident"] = Field(
+        default="certified",
+        description='With k "auto": certified stops only when no outcome of the runs left could change the winners '
+        "(same winners as k = k_max); confident also stops when the runs agree on the top set by a clear margin.",
+    )
+    max_calls: StrictInt | None = Field(
+        default=None,
+        ge=1,
+        description="Budget: at most this many backend calls (cache hits are free), in schedule order.",
+    )
+    max_cost_usd: float | None = Field(
+        default=None,
+        gt=0,
+        allow_inf_nan=False,
+        description="Budget in USD at PCFJ_PRICES (the model must be priced), spent in schedule order.",
+    )
     mode: Literal["consensus", "direct", "repeated_canonical"] = "consensus"
     weights: str | dict[str, float] = Field(
         default="proposed",
@@ -101,6 +140,14 @@ class ListwiseRequest(Strict):
     oracle_best: str | None = Field(
         default=None, description="sim:oracle only: the id of the truly best candidate (for simulations)."
     )
+
+    @field_validator("k", mode="before")
+    @classmethod
+    def _k_is_a_count_or_auto(cls, value: Any) -> Any:
+        """One clear message for every bad k (rather than one per member of the union)."""
+        if value is None or value == "auto" or (type(value) is int and 1 <= value <= MAX_K):
+            return value
+        raise ValueError(f'must be an integer from 1 to {MAX_K} or "auto" (got {value!r})')
 
 
 class CandidateOut(BaseModel):
@@ -155,6 +202,12 @@ class Diagnostics(BaseModel):
     order_sensitive: bool
     k_requested: int
     k_capped: bool
+    runs_made: int = Field(description="Runs made (successful or failed) over all executions.")
+    stopped: Literal["certified", "confident", "k_max", "budget"] | None = Field(
+        default=None,
+        description='Why runs stopped: with k "auto" certified, confident or k_max; budget when max_calls or '
+        "max_cost_usd ended the request early; null when a fixed k made every run.",
+    )
 
 
 class UsageOut(BaseModel):

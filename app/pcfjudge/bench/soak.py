@@ -24,7 +24,7 @@ from typing import Any
 import httpx
 
 from pcfjudge.bench.procs import Fleet, Proc
-from pcfjudge.bench.soak_client import LoadClient, Outcome, percentile
+from pcfjudge.bench.soak_client import LoadClient, Outcome, Tally, percentile
 
 
 @dataclass(frozen=True)
@@ -32,7 +32,7 @@ class SoakConfig:
     seconds: float = 300.0
     replicas: int = 3
     concurrency: int = 8
-    items: int = 300
+    items: int = 1000
     k: int = 3
     candidates: int = 4
     latency_ms: float = 50.0
@@ -44,8 +44,13 @@ class SoakConfig:
 
 @dataclass(frozen=True)
 class Event:
+    """A chaos step: when (seconds since the load began), what, and the provider's answers and the distinct items
+    judged up to then (so the report can say what each phase cost)."""
+
     at_s: float
     what: str
+    provider_answers: int
+    items_judged: int
 
 
 @dataclass
@@ -117,12 +122,15 @@ async def _load(client: LoadClient, config: SoakConfig, until: float) -> None:
 class Chaos:
     """The fault schedule, run beside the load; each step is logged with its time since the load began."""
 
-    def __init__(self, fleet: Fleet, config: SoakConfig, started: float) -> None:
-        self.fleet, self.config, self.started = fleet, config, started
+    def __init__(self, fleet: Fleet, config: SoakConfig, started: float, tally: Tally) -> None:
+        self.fleet, self.config, self.started, self.tally = fleet, config, started, tally
         self.events: list[Event] = []
 
-    def log(self, what: str) -> None:
-        self.events.append(Event(round(time.monotonic() - self.started, 1), what))
+    async def log(self, what: str) -> None:
+        at = round(time.monotonic() - self.started, 1)
+        answers = sum((await _provider_stats(self.fleet.fake_url))["completions"].values())
+        items = len({o.item for o in self.tally.outcomes if not o.lost})
+        self.events.append(Event(at, what, answers, items))
 
     async def at(self, share: float) -> None:
         await asyncio.sleep(max(0.0, self.started + share * self.config.seconds - time.monotonic()))
@@ -133,32 +141,32 @@ class Chaos:
         await self._crash(replicas[1 % len(replicas)])
         await self.at(0.35)
         self.fleet.redis.kill()
-        self.log("redis-server killed (SIGKILL): the shared cache is gone")
+        await self.log("redis-server killed (SIGKILL): the shared cache is gone")
         await asyncio.sleep(3)
         await asyncio.to_thread(self.fleet.redis.start)
-        self.log("redis-server restarted, empty")
+        await self.log("redis-server restarted, empty")
         await self.at(0.55)
         await self._faults({"always": "429", "retry_after": 1})
-        self.log(f"provider answers every call 429 (Retry-After: 1) for {self.config.burst_s:g} s")
+        await self.log(f"provider answers every call 429 (Retry-After: 1) for {self.config.burst_s:g} s")
         await asyncio.sleep(self.config.burst_s)
         await self._faults({"always": None})
-        self.log("provider 429 burst over")
+        await self.log("provider 429 burst over")
         await self.at(0.75)
         await self._rolling(replicas[2 % len(replicas)])
 
     async def _crash(self, replica: Proc) -> None:
         replica.kill()
         killed = time.monotonic()
-        self.log(f"{replica.name} killed (SIGKILL) mid-load")
+        await self.log(f"{replica.name} killed (SIGKILL) mid-load")
         await asyncio.sleep(3)
         await asyncio.to_thread(replica.start)
-        self.log(f"{replica.name} restarted; serving again {time.monotonic() - killed:.1f} s after the kill")
+        await self.log(f"{replica.name} restarted; serving again {time.monotonic() - killed:.1f} s after the kill")
 
     async def _rolling(self, replica: Proc) -> None:
         code = await asyncio.to_thread(replica.stop)
-        self.log(f"{replica.name} stopped by SIGTERM (drained in-flight requests, exit code {code})")
+        await self.log(f"{replica.name} stopped by SIGTERM (drained in-flight requests, exit code {code})")
         await asyncio.to_thread(replica.start)
-        self.log(f"{replica.name} restarted")
+        await self.log(f"{replica.name} restarted")
 
     async def _faults(self, plan: dict[str, Any]) -> None:
         async with httpx.AsyncClient(timeout=10) as http:
@@ -176,11 +184,12 @@ async def _provider_stats(url: str) -> dict[str, Any]:
 async def _measure(fleet: Fleet, config: SoakConfig) -> SoakReport:
     client = LoadClient(fleet.urls, give_up_s=config.give_up_s)
     started = time.monotonic()
-    chaos = Chaos(fleet, config, started)
+    chaos = Chaos(fleet, config, started, client.tally)
     try:
         chaos_task = asyncio.create_task(chaos.run())
         await _load(client, config, started + config.seconds)
         await chaos_task
+        await chaos.log("load over")
     finally:
         await client.aclose()
     tally = client.tally
@@ -227,7 +236,8 @@ def format_report(report: SoakReport) -> str:
         f"backend answers per judged item: {s['completions_per_item']} (K={c.k}; {s['distinct_items']} distinct "
         f"items; the service reported {s['reported_backend_calls']} calls and {s['reported_cache_hits']} cache hits)",
         "",
-        "events:",
-        *(f"  {e.at_s:7.1f} s  {e.what}" for e in report.events),
+        "| at s | event | provider answers so far | distinct items judged so far |",
+        "|---:|---|---:|---:|",
+        *(f"| {e.at_s:.1f} | {e.what} | {e.provider_answers} | {e.items_judged} |" for e in report.events),
     ]
     return "\n".join(lines)

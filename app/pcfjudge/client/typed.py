@@ -21,6 +21,7 @@ from pydantic import BaseModel
 
 from pcfjudge.api.pairwise_schemas import PairwiseRequest, PairwiseResponse
 from pcfjudge.api.rerank_schemas import CohereRerankRequest, RerankResponse
+from pcfjudge.api.reward_schemas import RewardRequest, RewardResponse, RewardSample
 from pcfjudge.api.schemas import CandidateIn, ListwiseRequest, ListwiseResponse
 from pcfjudge.client.http import (
     DEFAULT_RETRY,
@@ -35,6 +36,7 @@ from pcfjudge.client.http import (
 M = TypeVar("M", bound=BaseModel)
 Candidate = str | CandidateIn | Mapping[str, str]
 Document = str | Mapping[str, str]
+Sample = RewardSample | Mapping[str, Any]
 # The service's own deadline is 120 s by default (PCFJ_REQUEST_TIMEOUT_S); wait a little longer for its answer.
 DEFAULT_TIMEOUT = httpx.Timeout(150.0, connect=10.0)
 
@@ -66,6 +68,11 @@ def rerank_payload(
     docs = [dict(d) if isinstance(d, Mapping) else d for d in documents]
     fields = {"query": query, "documents": docs, "top_n": top_n, "return_documents": return_documents, "model": model}
     return payload(CohereRerankRequest, fields | ({"pcfjudge": dict(options)} if options else {}))
+
+
+def reward_payload(samples: Sequence[Sample], options: Mapping[str, Any]) -> dict[str, Any]:
+    items = [dict(x) if isinstance(x, Mapping) else x for x in samples]
+    return payload(RewardRequest, {"samples": items, **options})
 
 
 def _headers(api_key: str | None, headers: Mapping[str, str] | None) -> dict[str, str]:
@@ -129,6 +136,11 @@ class Client:
         body = rerank_payload(query, documents, top_n, return_documents, model, options)
         return self.post("/v2/rerank", body, RerankResponse)
 
+    def reward(self, samples: Sequence[Sample], **options: Any) -> RewardResponse:
+        """``POST /v1/reward``: samples ``{"prompt", "response", "reference"?, "group"?}``; ``options`` are
+        RewardRequest's other fields (model, k, reward, group_size, group_wait_ms). A failed group's rewards are None."""
+        return self.post("/v1/reward", reward_payload(samples, options), RewardResponse)
+
 
 class AsyncClient:
     """The asyncio twin of ``Client``: ``async with pcfjudge.AsyncClient() as judge: await judge.listwise(...)``."""
@@ -181,3 +193,6 @@ class AsyncClient:
     ) -> RerankResponse:
         body = rerank_payload(query, documents, top_n, return_documents, model, options)
         return await self.post("/v2/rerank", body, RerankResponse)
+
+    async def reward(self, samples: Sequence[Sample], **options: Any) -> RewardResponse:
+        return await self.post("/v1/reward", reward_payload(samples, options), RewardResponse)

@@ -20,6 +20,14 @@ def parse_ks(text: str) -> tuple[int, ...]:
     return tuple(ks)
 
 
+def parse_k_option(text: str) -> tuple[tuple[int, ...], bool]:
+    """'3,5,7,auto' -> ((3, 5, 7), True); 'auto' alone means 3,5,7 and auto (adaptive K, issue 15)."""
+    parts = [part.strip() for part in text.split(",") if part.strip()]
+    auto = "auto" in parts
+    fixed = ",".join(part for part in parts if part != "auto")
+    return (parse_ks(fixed) if fixed or not auto else (3, 5, 7)), auto
+
+
 def check_common(args: argparse.Namespace) -> str | None:
     if args.limit is not None and args.limit < 1:
         return "--limit must be at least 1"
@@ -94,7 +102,13 @@ def add_eval_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "'synthetic:N' (N generated items, for the simulated oracle judge)",
     )
     _common(rb2, "sim:oracle")
-    rb2.add_argument("--k", default="3,5,7", help="comma-separated K values (default 3,5,7); the largest is run")
+    rb2.add_argument(
+        "--k",
+        default="3,5,7",
+        help="comma-separated K values (default 3,5,7); the largest is run. Add 'auto' (alone: 3,5,7,auto) to set "
+        "adaptive K (certified and confident stopping, k_min..largest K) beside them, replayed from the same runs",
+    )
+    rb2.add_argument("--k-min", type=int, default=3, help="with --k auto: runs before any stop (default 3)")
     rb2.add_argument("--executions", type=int, default=3, help="PCFJudge executions aggregated (default 3)")
     rb2.add_argument("--seed", type=int, default=0, help="seed of the per-item candidate shuffle (default 0)")
     rb2.add_argument("--schedule-seed", type=int, default=0, help="seed of the permutation schedule (default 0)")

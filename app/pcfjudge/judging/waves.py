@@ -131,8 +131,9 @@ class Waves:
         """How many runs the next wave should make before budgets (0: stop, ``stopped`` set)."""
         if self.auto is None:
             return len(self.order) - self.made
-        if self.made == 0:
-            return min(self.auto.k_min, self.k) * self.executions
+        first = min(self.auto.k_min, self.k) * self.executions
+        if self.made < first:  # the first wave, or what a budget left of it
+            return first - self.made
         state = self.progress()
         self.stopped = adaptive.decide(state, self.auto.stop)
         if self.stopped is not None:

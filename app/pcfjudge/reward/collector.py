@@ -4,7 +4,8 @@ The first member of a key opens a group and starts its timer. The group closes w
 (``full``) or the timer fires (``timeout``: judged with what arrived). Closing starts ONE judging task; every waiter
 awaits it through ``asyncio.shield``, so a waiter whose caller has gone (its request task cancelled) leaves the
 judgment running for the others, and its member is still judged with its group. A member arriving after its group
-closed opens the next one.
+closed opens the next one. At shutdown (after the server's graceful drain) members still waiting, or whose group
+is still being judged, get a 503 ``shutting_down`` with Retry-After, so their trainers retry elsewhere.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from pcfjudge.refusal import Refusal
 from pcfjudge.reward.scoring import GroupVerdict
 
 JudgeFn = Callable[[list[str]], Awaitable[GroupVerdict]]
@@ -77,11 +79,12 @@ class LocalCollector:
         task.add_done_callback(self._tasks.discard)
 
     async def aclose(self) -> None:
-        """Stop timers and judging tasks (shutdown): waiters see their request cancelled."""
+        """Stop timers and judging tasks (shutdown): their waiters get a 503 to retry elsewhere."""
         for group in self._open.values():
             if group.timer is not None:
                 group.timer.cancel()
-            group.done.cancel()
+            if not group.done.done():
+                group.done.set_exception(shutting_down())
         self._open.clear()
         tasks = list(self._tasks)
         for task in tasks:
@@ -89,12 +92,17 @@ class LocalCollector:
         await asyncio.gather(*tasks, return_exceptions=True)
 
 
+def shutting_down() -> Refusal:
+    return Refusal(503, "shutting_down", "the service is shutting down; retry (another replica)", retry_after=1)
+
+
 async def settle(done: asyncio.Future[GroupVerdict], verdict: Awaitable[GroupVerdict]) -> None:
     """Resolve ``done`` with the verdict, or with the exception judging raised (cancellation included)."""
     try:
         result = await verdict
-    except asyncio.CancelledError:
-        done.cancel()
+    except asyncio.CancelledError:  # only shutdown cancels a judging task: requests wait through a shield
+        if not done.done():
+            done.set_exception(shutting_down())
         raise
     except Exception as exc:  # a bug in judging: every waiter sees it (a 500), none hangs
         if not done.done():

@@ -2,7 +2,8 @@
 
 A group's members are completions of one prompt (GRPO's G samples). Their distinct responses are the candidates of
 ONE listwise task, so a group costs K calls, not K per member; identical responses are one candidate and get the same
-reward. A group with one distinct response is scored pointwise: the same prompt family with a single candidate (one
+reward. Candidates are put in a canonical order (by digest), so however the members arrived the group is the same
+task, with the same calls (cache keys) and the same rewards. A group with one distinct response is scored pointwise: the same prompt family with a single candidate (one
 call: there is no order to permute) and reward = the judge's score / 100, whatever the mode.
 
 Rewards (0–1) of a candidate in a group of two or more, by mode:
@@ -142,8 +143,10 @@ class GroupVerdict:
 
 async def judge_group(judge: Judge, spec: GroupSpec, texts: Sequence[str], *, max_candidates: int) -> GroupVerdict:
     """Judge the members' responses (duplicates allowed) as one group (or near-equal chunks past the limit)."""
-    counts = Counter(texts)  # first-arrival order of the distinct responses
-    unique = list(counts)
+    counts = Counter(texts)
+    # Canonical candidate order: a group judged in any arrival order is the same task (same runs, cache keys and
+    # rewards), and the order carries no information about the responses (digests, not texts, decide it).
+    unique = sorted(counts, key=digest)
     parts = -(-len(unique) // max_candidates)
     chunks = [unique[i::parts] for i in range(parts)]
     judged = await asyncio.gather(*(_judge_chunk(judge, spec, chunk, counts) for chunk in chunks))

@@ -32,7 +32,7 @@ export function scoreColour(score) {
 }
 
 function fill(container, ...children) {
-  container.replaceChildren(...children);
+  container.replaceChildren(...children.filter((c) => c !== null && c !== undefined && c !== false));
   return container;
 }
 
@@ -158,7 +158,18 @@ export function renderHeatmap(table, legend, result) {
   );
   const bar = h("span", { className: "bar" });
   bar.style.setProperty("background", `linear-gradient(to right, ${[0, 25, 50, 75, 100].map((s) => scoreColour(s).background).join(", ")})`);
-  fill(legend, "score 0 ", bar, " 100", h("span", { className: "cell top sample" }, "outlined"), "= the run's top pick");
+  fill(
+    legend, "score 0 ", bar, " 100", h("span", { className: "cell top sample" }, "outlined"), "= the run's top pick",
+    h("span", { className: "gap" }, "⚑"), "= flagged a major error or hallucinated specificity",
+  );
+}
+
+function kText(result) {
+  const d = result.diagnostics;
+  const parts = [String(result.k)];
+  if (d.k_capped) parts.push(`(asked ${d.k_requested}, capped at n!)`);
+  if (d.stopped) parts.push(`· ${d.runs_made} runs made, stopped: ${d.stopped}`);
+  return parts.join(" ");
 }
 
 export function renderVerdicts(parts, result, texts) {
@@ -185,7 +196,7 @@ export function renderVerdicts(parts, result, texts) {
     ["order sensitive", yesNo(d.order_sensitive)],
     ["agreement", `${pct(d.agreement)} of runs pick a consensus winner`],
     ["runs", `${d.runs_ok} ok, ${d.runs_failed} failed (quorum ${d.quorum})${result.degraded ? " · degraded" : ""}`],
-    ["K", d.k_capped ? `${result.k} (asked ${d.k_requested}, capped at n!)` : String(result.k)],
+    ["K", kText(result)],
     ["model", `${result.model} · ${result.mode} · ${result.prompt_version}`],
     ["usage", `${u.backend_calls} calls, ${u.cache_hits} cache hits, ${u.input_tokens + u.output_tokens} tokens`],
   ]);

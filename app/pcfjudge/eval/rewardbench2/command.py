@@ -6,7 +6,7 @@ import argparse
 from functools import partial
 from pathlib import Path
 
-from pcfjudge.eval.cli import check_common, command_line, parse_ks
+from pcfjudge.eval.cli import check_common, command_line, parse_k_option
 from pcfjudge.eval.harness import check_manifest, collect, fail, run_logged
 from pcfjudge.eval.progress import missing_eval_extra
 from pcfjudge.eval.rewardbench2.collect import Rb2Collector, Rb2Plan
@@ -16,7 +16,7 @@ from pcfjudge.eval.rewardbench2.synthetic import PREFIX, load_synthetic
 from pcfjudge.eval.runlog import LOG_NAME, RunLog
 from pcfjudge.settings import Settings
 
-OPTIONS = ("data", "model", "k", "executions", "limit", "seed", "schedule-seed", "out", "server", "concurrency")
+OPTIONS = ("data", "model", "k", "k-min", "executions", "limit", "seed", "schedule-seed", "out", "server", "concurrency")
 
 
 def _load(args: argparse.Namespace) -> list[FactualityItem]:
@@ -31,9 +31,11 @@ def run_rewardbench2(args: argparse.Namespace) -> int:
     if (problem := missing_eval_extra() or check_common(args)) is not None:
         return fail(problem)
     try:
-        ks = parse_ks(args.k)
+        ks, auto = parse_k_option(args.k)
         if args.executions < 1:
             raise ValueError("--executions must be at least 1")
+        if auto and not 1 <= args.k_min <= max(ks):
+            raise ValueError(f"--k-min must be between 1 and the largest K ({max(ks)})")
         items = _load(args)
     except (OSError, ValueError, RuntimeError) as exc:
         return fail(str(exc))
@@ -55,7 +57,8 @@ def run_rewardbench2(args: argparse.Namespace) -> int:
     if (code := run_logged(log, work)) is not None:
         return code
     command = command_line(["eval", "rewardbench2"], args, OPTIONS)
-    meta = Rb2Meta(args.model, args.data, ks, args.executions, args.seed, args.schedule_seed, command)
+    auto_k_min = args.k_min if auto else None
+    meta = Rb2Meta(args.model, args.data, ks, args.executions, args.seed, args.schedule_seed, command, auto_k_min)
     try:
         summary = build_summary(log.lines, meta, [item.item_id for item in items])
     except ValueError as exc:

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from pcfjudge.eval import figures
+from pcfjudge.eval.rewardbench2 import adaptive_k
 from pcfjudge.eval.report_fmt import (
     delta,
     is_simulation,
@@ -32,6 +33,7 @@ PRESET_NAMES = {
 }
 FIGURE_GAINS = "paired_gains.png"
 FIGURE_K = "accuracy_vs_k.png"
+FIGURE_CALLS = "accuracy_vs_calls.png"
 
 
 @dataclass(frozen=True)
@@ -43,6 +45,7 @@ class Rb2Meta:
     seed: int
     schedule_seed: int
     command: str
+    auto_k_min: int | None = None  # --k auto: compare adaptive K from this k_min (None: not asked for)
 
 
 def build_summary(lines: Sequence[Mapping[str, Any]], meta: Rb2Meta, item_ids: Sequence[str] | None) -> dict[str, Any]:
@@ -51,6 +54,9 @@ def build_summary(lines: Sequence[Mapping[str, Any]], meta: Rb2Meta, item_ids: S
     items, incomplete = gather(lines, max_k=max_k, executions=meta.executions, item_ids=item_ids)
     included = {item.item for item in items}
     result = analyse(items, ks=meta.ks, max_k=max_k, executions=meta.executions)
+    if meta.auto_k_min is not None:
+        compare = partial(adaptive_k.compare, items, ks=meta.ks, k_min=meta.auto_k_min, k_max=max_k)
+        result["adaptive"] = [compare(executions=e) for e in sorted({1, meta.executions})]
     return {
         "benchmark": "rewardbench2-factuality",
         "simulation": is_simulation(meta.model),
@@ -128,8 +134,10 @@ def render_markdown(summary: Mapping[str, Any]) -> str:
             ]
         )
     out += table(["Variant", "w_s", "w_B", "w_v", "w_u", f"{model} (%)"], weight_rows)
+    out += [""]
+    if "adaptive" in summary:
+        out += adaptive_k.render(summary["adaptive"], model)
     out += [
-        "",
         "## Figures",
         "",
         f"![Paired gains against the direct judge]({FIGURE_GAINS})",
@@ -137,6 +145,8 @@ def render_markdown(summary: Mapping[str, Any]) -> str:
         f"![Top-1 accuracy against K]({FIGURE_K})",
         "",
     ]
+    if "adaptive" in summary:
+        out += [f"![Top-1 accuracy against judge calls per item]({FIGURE_CALLS})", ""]
     return "\n".join(out)
 
 
@@ -170,4 +180,13 @@ def write_report(out_dir: Path, summary: Mapping[str, Any]) -> list[Path]:
         f"Top-1 accuracy vs K ({tag})",
         final=(f"PCFJudge K={final['k']}, {final['executions']} executions", final["k"], final["accuracy"]),
     )
-    return [out_dir / name for name in ("report.md", "summary.json", FIGURE_GAINS, FIGURE_K)]
+    names = ["report.md", "summary.json", FIGURE_GAINS, FIGURE_K]
+    if "adaptive" in summary:
+        points = [
+            (f"{row['protocol']}" + (f" ×{t['executions']}" if t["executions"] > 1 else ""), row["calls_per_item"], row["accuracy"])
+            for t in summary["adaptive"]
+            for row in t["rows"]
+        ]
+        figures.accuracy_vs_calls(out_dir / FIGURE_CALLS, points, f"Top-1 accuracy vs judge calls per item ({tag})")
+        names.append(FIGURE_CALLS)
+    return [out_dir / name for name in names]
