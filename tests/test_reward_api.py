@@ -4,6 +4,8 @@ gives null rewards with an error, never a number."""
 
 from __future__ import annotations
 
+import json
+import re
 from typing import Any
 
 import httpx
@@ -11,7 +13,7 @@ import pytest
 from pcfjudge.reward.scoring import digest
 from pcfjudge.settings import Settings
 
-from tests.helpers import app_client
+from tests.helpers import ROOT, app_client
 
 PROMPT = "In which year did the Berlin Wall fall?"
 RESPONSES = ["1989.", "It fell in 1991, on 3 October.", "I am not sure; possibly the late 1980s.", "1961."]
@@ -86,7 +88,12 @@ async def test_a_group_of_one_is_scored_pointwise_and_prompts_group_samples_by_d
         body = (
             await client.post(
                 "/v1/reward",
-                json={"samples": [*samples(RESPONSES[:2]), {"prompt": "What is the capital of France?", "response": "Paris"}]},
+                json={
+                    "samples": [
+                        *samples(RESPONSES[:2]),
+                        {"prompt": "What is the capital of France?", "response": "Paris"},
+                    ]
+                },
             )
         ).json()
     alone = body["samples"][2]
@@ -118,7 +125,12 @@ async def test_explicit_groups_split_a_prompt_and_must_share_prompt_and_referenc
         )
         mixed = await client.post(
             "/v1/reward",
-            json={"samples": [{"prompt": "a?", "response": "x", "group": "g"}, {"prompt": "b?", "response": "y", "group": "g"}]},
+            json={
+                "samples": [
+                    {"prompt": "a?", "response": "x", "group": "g"},
+                    {"prompt": "b?", "response": "y", "group": "g"},
+                ]
+            },
         )
     assert {(s["group_size"], s["candidates"]) for s in split.json()["samples"]} == {(2, 2)}
     assert split.json()["usage"]["groups"] == 2
@@ -170,3 +182,13 @@ async def test_a_failed_group_is_null_with_its_error_while_the_others_are_reward
 async def test_openapi_documents_the_reward_routes(client: httpx.AsyncClient) -> None:
     paths = (await client.get("/openapi.json")).json()["paths"]
     assert {"/v1/reward", "/get_reward", "/v1/reward/one"} <= set(paths)
+
+
+async def test_the_readme_example_answers_what_the_readme_shows(client: httpx.AsyncClient) -> None:
+    section = (ROOT / "README.md").read_text(encoding="utf-8").split("## Rewards for RL", 1)[1]
+    payload = json.loads(re.search(r"-d '(\{.*?\})'\n", section).group(1))  # type: ignore[union-attr]
+    shown = json.loads(re.search(r"```json\n(.*?)\n```", section, re.S).group(1))  # type: ignore[union-attr]
+    got = (await client.post("/v1/reward", json=payload)).json()
+    shown.pop("request_id")
+    got.pop("request_id")
+    assert got == shown

@@ -13,8 +13,9 @@ import pytest
 from pcfjudge.reward.collector import LocalCollector
 from pcfjudge.reward.scoring import GroupVerdict
 from pcfjudge.settings import Settings
+from pydantic import SecretStr
 
-from tests.helpers import app_with_services, eventually
+from tests.helpers import app_client, app_with_services, eventually
 
 PROMPT = "Which planet is closest to the Sun?"
 RESPONSES = ["Mercury.", "Venus, the hottest one.", "Mars.", "I believe it is Mercury, though Venus comes close."]
@@ -31,7 +32,9 @@ async def test_one_sample_requests_of_a_group_are_judged_once_as_that_group() ->
     async with app_with_services(Settings(default_k=5)) as (client, services):
         options = {"group_size": 4, "group_wait_ms": 60_000}
         singles = await asyncio.gather(*(one(client, PROMPT, r, **options) for r in RESPONSES))
-        direct = (await client.post("/v1/reward", json={"samples": [{"prompt": PROMPT, "response": r} for r in RESPONSES]})).json()
+        direct = (
+            await client.post("/v1/reward", json={"samples": [{"prompt": PROMPT, "response": r} for r in RESPONSES]})
+        ).json()
     assert services.rewards.local.closed == {"full": 1}
     assert [s["reward"] for s in singles] == direct["rewards"]  # identical to judging the group in one request
     assert direct["usage"]["cache_hits"] == 5  # ... which found the collected judgment's calls in the cache
@@ -49,7 +52,7 @@ async def test_an_incomplete_group_is_judged_with_what_arrived_when_the_wait_end
 
 
 async def test_a_lone_member_after_the_wait_is_scored_pointwise() -> None:
-    async with app_with_services(Settings(default_k=3)) as (client, services):
+    async with app_client(Settings(default_k=3)) as client:
         alone = await one(client, PROMPT, RESPONSES[0], group_size=4, group_wait_ms=50)
     assert (alone["scoring"], alone["group_size"], alone["k"]) == ("pointwise", 1, 1)
     assert alone["reward"] == round(alone["score"] / 100, 6)
@@ -120,3 +123,22 @@ async def test_members_still_waiting_at_shutdown_get_a_503_to_retry_elsewhere() 
         reply = await pending
     assert reply.status_code == 503 and reply.json()["error"] == "shutting_down"
     assert reply.headers["retry-after"] == "1"
+
+
+async def test_samples_of_different_api_keys_never_share_a_group() -> None:
+    settings = Settings(default_k=3, api_keys=SecretStr("alice:key-alice-0123456789,bob:key-bob-0123456789"))
+    async with app_with_services(settings) as (client, services):
+        body = {"samples": [{"prompt": PROMPT, "response": ""}], "group_size": 2, "group_wait_ms": 500}
+        replies = await asyncio.gather(
+            *(
+                client.post(
+                    "/v1/reward",
+                    json={**body, "samples": [{"prompt": PROMPT, "response": r}]},
+                    headers={"Authorization": f"Bearer key-{who}-0123456789"},
+                )
+                for who, r in (("alice", RESPONSES[0]), ("bob", RESPONSES[1]))
+            )
+        )
+    assert [r.status_code for r in replies] == [200, 200], [r.text for r in replies]
+    assert [r.json()["samples"][0]["group_size"] for r in replies] == [1, 1]
+    assert services.rewards.local.closed == {"timeout": 2}

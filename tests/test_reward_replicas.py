@@ -56,7 +56,9 @@ async def test_a_group_closed_by_a_replica_that_died_is_taken_over(
     monkeypatch.setattr(rendezvous, "GRACE_S", 0.2)
     settings = Settings(redis_url=redis_server.url, default_k=3, request_timeout_s=1.0)
     async with app_with_services(settings) as (client, services):
-        waiting = asyncio.create_task(client.post("/v1/reward", json=body(RESPONSES[0], group_size=2, group_wait_ms=300)))
+        waiting = asyncio.create_task(
+            client.post("/v1/reward", json=body(RESPONSES[0], group_size=2, group_wait_ms=300))
+        )
         with redis_server.client() as redis:
             await eventually(lambda: redis.keys("pcfj:rg:*:cur"), what="the first member to open a group in Redis")
             # Another replica's member completes the group (so that replica is to judge it) and dies before judging.
@@ -117,6 +119,8 @@ async def test_a_caller_that_disconnects_from_the_server_is_still_judged_with_it
         async with httpx.AsyncClient(base_url=url, timeout=120) as client:
             with pytest.raises(httpx.ReadTimeout):  # the trainer gives up and hangs up while its group waits
                 await client.post("/v1/reward", json=body(RESPONSES[0], **options), timeout=1.0)
-            replies = await asyncio.gather(*(client.post("/v1/reward", json=body(r, **options)) for r in RESPONSES[1:3]))
+            replies = await asyncio.gather(
+                *(client.post("/v1/reward", json=body(r, **options)) for r in RESPONSES[1:3])
+            )
     assert all(r.status_code == 200 for r in replies), [r.text for r in replies]
     assert {(r.json()["samples"][0]["group_size"], r.json()["samples"][0]["candidates"]) for r in replies} == {(3, 3)}

@@ -46,13 +46,17 @@ async def test_no_coercion_and_no_blank_texts(route: str, change: dict[str, Any]
 LONE = '"\\ud800"'  # a JSON string holding a lone surrogate escape
 
 
+def raw(template: str) -> str:
+    return template.replace("LONE", LONE)
+
+
 @pytest.mark.parametrize(
     ("route", "raw", "field"),
     [
-        ("/judge/listwise", '{"question": "q", "candidates": ["ok", %s]}' % LONE, "candidates"),
-        ("/judge/listwise", '{"question": "q", "candidates": [{"id": "a", "text": %s}, "b"]}' % LONE, "[0].text"),
-        ("/judge/listwise", '{"question": %s, "candidates": ["a", "b"]}' % LONE, "question"),
-        ("/judge/pairwise", '{"question": "q", "response_a": %s, "response_b": "b"}' % LONE, "response_a"),
+        ("/judge/listwise", raw('{"question": "q", "candidates": ["ok", LONE]}'), "candidates"),
+        ("/judge/listwise", raw('{"question": "q", "candidates": [{"id": "a", "text": LONE}, "b"]}'), "[0].text"),
+        ("/judge/listwise", raw('{"question": LONE, "candidates": ["a", "b"]}'), "question"),
+        ("/judge/pairwise", raw('{"question": "q", "response_a": LONE, "response_b": "b"}'), "response_a"),
     ],
 )
 def test_lone_surrogates_are_a_422_naming_the_field_and_the_connection_survives(

@@ -96,7 +96,8 @@ async def test_calls_of_clients_that_left_are_cancelled(fake: FakeProvider) -> N
         started = _provider_calls(fake)
         assert started <= 2, f"{started} provider calls for 6 abandoned requests of 3 calls each"
         fake.faults(latency_ms=0)
-        after = httpx.post(f"{url}/judge/listwise", json={**item(99), "k": 1}, timeout=10)
+        async with httpx.AsyncClient(base_url=url, timeout=10) as client:
+            after = await client.post("/judge/listwise", json={**item(99), "k": 1})
         assert after.status_code == 200  # served at once: nothing of the abandoned work is queued ahead
 
 
@@ -121,7 +122,7 @@ def test_slow_headers_slow_bodies_and_idle_connections_are_cut_off() -> None:
         port = int(url.rsplit(":", 1)[1])
         partial = [_raw(port, b"POST /judge/listwise HTTP/1.1\r\nHost: x\r\n") for _ in range(20)]
         silent = _raw(port, b"")
-        slow_body = _raw(port, b"POST /judge/listwise HTTP/1.1\r\nHost: x\r\ncontent-length: 100\r\n\r\n{\"q")
+        slow_body = _raw(port, b'POST /judge/listwise HTTP/1.1\r\nHost: x\r\ncontent-length: 100\r\n\r\n{"q')
         idle = _raw(port, b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
         for sock in partial:
             assert _read_all(sock).startswith(b"HTTP/1.1 408"), "partial headers must get 408 and a close"
@@ -192,3 +193,13 @@ def test_text_log_format_is_the_default(fmt: str) -> None:
 
     config = log_config(fmt)  # type: ignore[arg-type]
     assert config["formatters"]["default"]["()"].__name__ == "TextAccessFormatter"
+
+
+async def test_past_the_pending_limit_a_request_is_refused_at_the_door() -> None:
+    settings = Settings(max_pending_requests=2, sim_latency_ms=300)
+    async with app_with_services(settings) as (client, _services):
+        responses = await asyncio.gather(*(client.post("/judge/listwise", json=item(i)) for i in range(4)))
+        assert sorted(r.status_code for r in responses) == [200, 200, 503, 503]
+        refused = next(r for r in responses if r.status_code == 503)
+        assert "PCFJ_MAX_PENDING_REQUESTS" in refused.json()["detail"] and refused.headers["retry-after"] == "1"
+        assert (await client.get("/healthz")).status_code == 200  # GETs are never held at the door

@@ -77,6 +77,11 @@ AGREEMENT = Histogram(
     "pcfjudge_run_agreement", "Share of runs whose top pick is a consensus winner", buckets=SHARE_BUCKETS
 )
 MARGIN = Histogram("pcfjudge_consensus_margin", "Consensus points between winner and runner-up", buckets=MARGIN_BUCKETS)
+STOPS = Counter(
+    "pcfjudge_listwise_stops_total",
+    'Listwise requests with "k": "auto" or a budget, by why their runs stopped (certified, confident, k_max, budget)',
+    ["reason"],
+)
 PAIR_INCONSISTENT = Counter(
     "pcfjudge_pairwise_order_inconsistent_total", "Pairwise decisions whose two orders disagreed"
 )
@@ -86,6 +91,11 @@ KEYED = Counter(
 OVERRIDES = Counter("pcfjudge_pairwise_overrides_total", "Order-based overrides accepted after keyed confirmation")
 FAILED = Counter("pcfjudge_failed_requests_total", "Judging requests that failed (5xx)", ["endpoint", "reason"])
 DEGRADED = Counter("pcfjudge_degraded_requests_total", "Judging requests answered with failed runs", ["endpoint"])
+REWARD_GROUPS = Counter(
+    "pcfjudge_reward_groups_total",
+    "Collected reward groups by how they closed (full, timeout, takeover) or fell back to in-process (fallback)",
+    ["closed"],
+)
 BUILD = Gauge(
     "pcfjudge_build_info",
     "Build and prompt versions",

@@ -66,6 +66,9 @@ class Settings(BaseSettings):
         default=None,
         description="Model strings clients may name (fnmatch patterns); unset: the configured defaults and sim:*.",
     )
+    max_pending_requests: int = Field(
+        512, ge=1, description="POST requests in flight per process; past it a new one is refused (503) at once."
+    )
     max_queued_calls: int = Field(
         256, ge=0, description="Backend calls that may wait for a free slot per backend and process; past it: 503."
     )

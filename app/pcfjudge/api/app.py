@@ -53,5 +53,5 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # disconnect watch → the app.
     app.add_middleware(BodyMiddleware, max_bytes=settings.max_body_bytes, body_timeout_s=settings.body_timeout_s)
     app.add_middleware(AuthMiddleware)
-    app.add_middleware(RequestMiddleware)
+    app.add_middleware(RequestMiddleware, max_pending=settings.max_pending_requests)
     return app

@@ -30,6 +30,8 @@ def record_listwise(result: ListwiseResult) -> None:
     m.DECISIONS.labels(endpoint, result.mode).inc()
     if result.degraded:
         m.DEGRADED.labels(endpoint).inc()
+    if result.stopped is not None:
+        m.STOPS.labels(result.stopped).inc()
     for run in result.runs:
         if run.result is None:
             continue

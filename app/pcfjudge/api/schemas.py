@@ -147,6 +147,9 @@ class ListwiseRequest(Strict):
         """One clear message for every bad k (rather than one per member of the union)."""
         if value is None or value == "auto" or (type(value) is int and 1 <= value <= MAX_K):
             return value
+        if type(value) is int:
+            bound = "greater than or equal to 1" if value < 1 else f"less than or equal to {MAX_K}"
+            raise ValueError(f'must be {bound} (or "auto"; got {value})')
         raise ValueError(f'must be an integer from 1 to {MAX_K} or "auto" (got {value!r})')
 
 

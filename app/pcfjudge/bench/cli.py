@@ -70,6 +70,72 @@ def _add_soak(kinds: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     soak.set_defaults(func=_soak)
 
 
+def _reward(args: argparse.Namespace) -> int:
+    from pcfjudge.bench.reward_bench import RewardBench, format_report, run
+
+    bench = RewardBench(
+        prompts=args.prompts,
+        completions=args.completions,
+        k=args.k,
+        concurrency=args.concurrency,
+        latency_ms=args.latency_ms,
+        endpoint=args.endpoint,
+        backend_concurrency=args.backend_concurrency,
+    )
+    outcome = run(bench)
+    print(format_report(bench, outcome))
+    return 1 if outcome.errors else 0
+
+
+def _add_reward(kinds: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    reward = kinds.add_parser(
+        "reward",
+        help="RL rewards one sample per request: provider calls, p50/p99, rewards vs judging each group directly",
+        description="Start the fake provider and `pcfjudge serve`, send P prompts x G completions one sample per "
+        "request at the given concurrency (the service collects each prompt's G samples into one group), then judge "
+        "every group directly. Prints provider calls against P*K, latency percentiles and matching rewards.",
+    )
+    reward.add_argument("--prompts", type=int, default=64, help="prompts (groups) (default 64)")
+    reward.add_argument("--completions", type=int, default=8, help="completions per prompt = group size (default 8)")
+    reward.add_argument("--k", type=int, default=5, help="permutations per group (default 5)")
+    reward.add_argument("--concurrency", type=int, default=256, help="requests in flight (default 256)")
+    reward.add_argument("--latency-ms", type=float, default=200.0, help="fake provider latency per call (default 200)")
+    reward.add_argument(
+        "--endpoint", choices=["openrlhf", "slime", "reward"], default="openrlhf", help="wire format (default openrlhf)"
+    )
+    reward.add_argument(
+        "--backend-concurrency", type=int, default=64, help="the service's PCFJ_BACKEND_CONCURRENCY (default 64)"
+    )
+    reward.set_defaults(func=_reward)
+
+
+def _overload(args: argparse.Namespace) -> int:
+    import json
+
+    from pcfjudge.bench.overload_bench import OverloadBench, format_report, run
+
+    bench = OverloadBench(args.requests, args.k, args.latency_ms, args.leavers, args.leave_after)
+    result = run(bench)
+    print(json.dumps(result, indent=2) if args.json else format_report(result))
+    return 0
+
+
+def _add_overload(kinds: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    overload = kinds.add_parser(
+        "overload",
+        help="a flood of slow requests and clients that walk away: admission control and cancellation",
+        description="Starts the fake provider and pcfjudge serve, floods it with concurrent slow requests, then "
+        "sends requests whose clients give up; prints refusals, latencies and provider calls made after they left.",
+    )
+    overload.add_argument("--requests", type=int, default=500, help="concurrent requests in the flood (default 500)")
+    overload.add_argument("--k", type=int, default=7, help="permutations per request (default 7)")
+    overload.add_argument("--latency-ms", type=float, default=2000.0, help="provider latency per call (default 2000)")
+    overload.add_argument("--leavers", type=int, default=48, help="clients that give up (default 48)")
+    overload.add_argument("--leave-after", type=float, default=2.0, help="when they give up, seconds (default 2)")
+    overload.add_argument("--json", action="store_true", help="print JSON")
+    overload.set_defaults(func=_overload)
+
+
 def add_bench_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     bench = sub.add_parser("bench", help="benchmarks that print measured figures (see README)")
     kinds = bench.add_subparsers(dest="bench", metavar="BENCH", required=True)
@@ -90,4 +156,6 @@ def add_bench_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser])
     cache.add_argument("--redis-url", default=None, help="use a shared Redis (default: PCFJ_REDIS_URL if set)")
     cache.add_argument("--model", default="sim:default", help="judge model (default sim:default)")
     cache.set_defaults(func=_cache)
+    _add_overload(kinds)
     _add_soak(kinds)
+    _add_reward(kinds)

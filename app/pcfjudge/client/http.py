@@ -87,6 +87,12 @@ def default_url() -> str:
     return os.environ.get("PCFJ_URL") or DEFAULT_URL
 
 
+def default_timeout() -> httpx.Timeout:
+    """``PCFJ_CLIENT_TIMEOUT_S`` seconds (default 150: the service's own deadline, PCFJ_REQUEST_TIMEOUT_S, is 120)."""
+    seconds = float(os.environ.get("PCFJ_CLIENT_TIMEOUT_S") or 150.0)
+    return httpx.Timeout(seconds, connect=min(seconds, 10.0))
+
+
 def default_key() -> str | None:
     return os.environ.get("PCFJ_API_KEY") or None
 

@@ -29,6 +29,7 @@ from pcfjudge.client.http import (
     apost_json,
     auth_headers,
     default_key,
+    default_timeout,
     default_url,
     post_json,
 )
@@ -37,8 +38,6 @@ M = TypeVar("M", bound=BaseModel)
 Candidate = str | CandidateIn | Mapping[str, str]
 Document = str | Mapping[str, str]
 Sample = RewardSample | Mapping[str, Any]
-# The service's own deadline is 120 s by default (PCFJ_REQUEST_TIMEOUT_S); wait a little longer for its answer.
-DEFAULT_TIMEOUT = httpx.Timeout(150.0, connect=10.0)
 
 
 def payload(request: type[BaseModel], fields: Mapping[str, Any]) -> dict[str, Any]:
@@ -87,14 +86,17 @@ class Client:
         base_url: str | None = None,
         *,
         api_key: str | None = None,
-        timeout: float | httpx.Timeout = DEFAULT_TIMEOUT,
+        timeout: float | httpx.Timeout | None = None,
         retry: RetryPolicy = DEFAULT_RETRY,
         headers: Mapping[str, str] | None = None,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
         self.retry = retry
         self.http = httpx.Client(
-            base_url=base_url or default_url(), headers=_headers(api_key, headers), timeout=timeout, transport=transport
+            base_url=base_url or default_url(),
+            headers=_headers(api_key, headers),
+            timeout=timeout or default_timeout(),
+            transport=transport,
         )
 
     def __enter__(self) -> Client:
@@ -150,14 +152,17 @@ class AsyncClient:
         base_url: str | None = None,
         *,
         api_key: str | None = None,
-        timeout: float | httpx.Timeout = DEFAULT_TIMEOUT,
+        timeout: float | httpx.Timeout | None = None,
         retry: RetryPolicy = DEFAULT_RETRY,
         headers: Mapping[str, str] | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         self.retry = retry
         self.http = httpx.AsyncClient(
-            base_url=base_url or default_url(), headers=_headers(api_key, headers), timeout=timeout, transport=transport
+            base_url=base_url or default_url(),
+            headers=_headers(api_key, headers),
+            timeout=timeout or default_timeout(),
+            transport=transport,
         )
 
     async def __aenter__(self) -> AsyncClient:

@@ -76,3 +76,26 @@ def per_source(path: Path, sources: Sequence[str], series: Sequence[tuple[str, S
     ax.set_title(title, fontsize=10)
     ax.legend(fontsize=8)
     fig.savefig(path)
+
+
+def accuracy_vs_calls(
+    path: Path,
+    lines: Sequence[tuple[str, Sequence[tuple[str, float, float]]]],
+    marks: Sequence[tuple[str, float, float]],
+    title: str,
+) -> None:
+    """Top-1 accuracy against judge calls per item: fixed K as lines (points labelled), adaptive K as markers."""
+    fig = _figure(6.0, 4.0)
+    ax = fig.subplots()
+    for (label, points), style in zip(lines, ["-", "--", ":"], strict=False):
+        xs, ys = [p[1] for p in points], [p[2] for p in points]
+        ax.plot(xs, ys, marker="o", linestyle=style, color="grey", alpha=0.8, label=label)
+        for name, calls, value in points:
+            ax.annotate(name.split(" ")[0], (calls, value), textcoords="offset points", xytext=(0, 6), fontsize=7)
+    for (label, calls, value), marker in zip(marks, "*D^vsP", strict=False):
+        ax.scatter([calls], [value], marker=marker, s=90, zorder=3, label=f"{label}: {calls:.2f} calls, {value:.2f}%")
+    ax.set_xlabel("judge calls per item")
+    ax.set_ylabel("top-1 accuracy (%)")
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=7)
+    fig.savefig(path)

@@ -21,6 +21,9 @@ from pcfjudge.client.http import RetryPolicy, apost_json, auth_headers, default_
 DEFAULT_TIMEOUT_S = 300.0  # a collected group waits (PCFJ_REWARD_GROUP_WAIT_MS) and is then judged: be generous
 DEFAULT_RETRY = RetryPolicy(attempts=5, max_wait_s=60.0, backoff_s=1.0)
 _OPTIONS = ("model", "k", "reward", "group_size", "group_wait_ms")
+# A collected sample's request holds its connection until its whole group is judged: a small pool could be filled by
+# partial groups whose other members then cannot be sent (until the wait ends). Allow every sample of a batch.
+LIMITS = httpx.Limits(max_connections=4096, max_keepalive_connections=64)
 
 _clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[RewardService, httpx.AsyncClient]] = (
     weakref.WeakKeyDictionary()
@@ -58,14 +61,18 @@ class RewardService:
         return {"samples": samples, **dict(self.options)}
 
     def client(self) -> httpx.Client:
-        return httpx.Client(base_url=self.url, headers=auth_headers(self.api_key), timeout=self.timeout_s)
+        return httpx.Client(
+            base_url=self.url, headers=auth_headers(self.api_key), timeout=self.timeout_s, limits=LIMITS
+        )
 
     def async_client(self) -> httpx.AsyncClient:
         """This event loop's client for the service (created on first use)."""
         per_loop = _clients.setdefault(asyncio.get_running_loop(), {})
         client = per_loop.get(self)
         if client is None or client.is_closed:
-            client = httpx.AsyncClient(base_url=self.url, headers=auth_headers(self.api_key), timeout=self.timeout_s)
+            client = httpx.AsyncClient(
+                base_url=self.url, headers=auth_headers(self.api_key), timeout=self.timeout_s, limits=LIMITS
+            )
             per_loop[self] = client
         return client
 

@@ -26,10 +26,16 @@ from typing import Any
 import httpx
 
 from pcfjudge.client.http import RetryPolicy, ServiceError
-from pcfjudge.integrations.service import DEFAULT_RETRY, DEFAULT_TIMEOUT_S, RewardService, reference_text
+from pcfjudge.integrations.service import (
+    DEFAULT_RETRY,
+    DEFAULT_TIMEOUT_S,
+    RewardService,
+    aclose_clients,
+    reference_text,
+)
 from pcfjudge.reward.text import chat_text, content_text
 
-__all__ = ["PCFJudgeReward"]
+__all__ = ["PCFJudgeReward", "aclose_clients"]
 
 Rewards = list[float | None]
 Chunk = list[tuple[int, dict[str, Any]]]  # (row index, sample) of one request
@@ -90,6 +96,10 @@ class PCFJudgeReward:
             _fill(out, chunk, result)
         _log(kwargs, out)
         return out
+
+    async def aclose(self) -> None:
+        """Close the HTTP clients ``acall`` opened on the running event loop (e.g. when training ends)."""
+        await aclose_clients()
 
     def chunks(self, prompts: Sequence[Any], completions: Sequence[Any], columns: Mapping[str, Any]) -> list[Chunk]:
         """The batch as requests: consecutive rows of one prompt form a group, ``groups_per_request`` a request."""

@@ -24,8 +24,8 @@ from pcfjudge.judging.parse import load_json_object, parse_listwise
 from pcfjudge.judging.prompts import LISTWISE_VERSION, listwise_version, new_nonce, render_listwise
 from pcfjudge.judging.runner import CallOutcome, CallRunner, CallSpec
 from pcfjudge.judging.types import RunRecord
-from pcfjudge.judging.waves import Adaptive, Budget, BudgetError, Waves, estimate_call_usd
-from pcfjudge.types import LABELS, SAMPLE_STRIDE, CacheMode, DecodingParams, Usage, usd
+from pcfjudge.judging.waves import Adaptive, Budget, Waves
+from pcfjudge.types import LABELS, SAMPLE_STRIDE, CacheMode, DecodingParams, Usage
 
 Mode = Literal["consensus", "direct", "repeated_canonical"]
 
@@ -145,8 +145,19 @@ async def judge_listwise(
     plan = plan_runs(task, model.string, params)
     planned = [RunRecord(r.execution, r.index, [task.ids[i] for i in r.order], r.sample) for r in plan.runs]
     specs = _specs(task, plan, model, params)
-    waves = _waves(task, plan, specs, model.string, params, price)
-    records, outcomes = await _run_waves(task, waves, len(plan.orders), specs, planned, runner, model, deadline, price)
+    call = specs[0].call
+    waves = Waves(
+        task.ids,
+        task.executions,
+        len(plan.orders),
+        task.weights,
+        auto=task.auto,
+        budget=task.budget,
+        price=price,
+        prompt_chars=len(call.system) + len(call.user),
+        max_output_tokens=params.max_output_tokens,
+    )
+    records, outcomes = await _run_waves(task, waves, len(plan.orders), specs, planned, runner, model, deadline)
     ok = sum(1 for r in records if r.result is not None)
     needed = required_ok(len(records), quorum)
     if ok < needed:
@@ -158,25 +169,6 @@ async def judge_listwise(
     return _result(task, model.string, plan, records, outcomes, needed, waves.stopped)
 
 
-def _waves(
-    task: ListwiseTask,
-    plan: RunPlan,
-    specs: list[CallSpec],
-    model: str,
-    params: DecodingParams,
-    price: tuple[float, float] | None,
-) -> Waves:
-    budget = task.budget or Budget()
-    first_call = 0.0
-    if budget.max_cost_usd is not None:
-        if price is None:
-            raise BudgetError("max_cost_usd", f"model {model} has no price; set PCFJ_PRICES to use a cost budget")
-        call = specs[0].call
-        first_call = estimate_call_usd(len(call.system) + len(call.user), params.max_output_tokens, price)
-    k = len(plan.orders)
-    return Waves(task.ids, task.executions, k, task.weights, auto=task.auto, budget=budget, first_call_usd=first_call)
-
-
 async def _run_waves(
     task: ListwiseTask,
     waves: Waves,
@@ -186,7 +178,6 @@ async def _run_waves(
     runner: CallRunner,
     model: ResolvedModel,
     deadline: float,
-    price: tuple[float, float] | None,
 ) -> tuple[list[RunRecord], list[CallOutcome]]:
     """Make the runs ``waves`` hands out, one ``runner.run`` per wave; the runs made (plan order) and outcomes."""
     labels = LABELS[: len(task.ids)]
@@ -196,8 +187,7 @@ async def _run_waves(
         outcomes = await runner.run([specs[j] for j in at], model, deadline=deadline, cache_mode=task.cache_mode)
         for position, j, outcome in zip(wave, at, outcomes, strict=True):
             _fill(planned[j], outcome, labels, task.ids)
-            cost = usd(outcome.usage.input_tokens, outcome.usage.output_tokens, price) if price else 0.0
-            waves.record(position, planned[j].result, call=not outcome.cached, usd=cost)
+            waves.record(position, planned[j].result, call=not outcome.cached, usage=outcome.usage)
             made[j] = outcome
     return [planned[j] for j in sorted(made)], [made[j] for j in sorted(made)]
 

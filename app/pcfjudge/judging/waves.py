@@ -23,15 +23,11 @@ from dataclasses import dataclass
 from pcfjudge.judging import adaptive
 from pcfjudge.judging import consensus as cons
 from pcfjudge.judging.types import RunJudgments
-from pcfjudge.types import usd
+from pcfjudge.types import Usage, usd
 
 Position = tuple[int, int]  # (execution, run index)
+Price = tuple[float, float]  # USD per million input, output tokens
 CHARS_PER_TOKEN = 4
-
-
-def estimate_call_usd(prompt_chars: int, max_output_tokens: int, price: tuple[float, float]) -> float:
-    """What a call is budgeted at before any call of the request: prompt characters / 4 in, the most tokens out."""
-    return usd(math.ceil(prompt_chars / CHARS_PER_TOKEN), max_output_tokens, price)
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,7 +59,10 @@ class BudgetError(ValueError):
 
 
 class Waves:
-    """The runs of ``executions`` × ``k`` in schedule order, handed out wave by wave (see the module docstring)."""
+    """The runs of ``executions`` × ``k`` in schedule order, handed out wave by wave (see the module docstring).
+
+    ``price`` (needed for ``max_cost_usd``), ``prompt_chars`` and ``max_output_tokens`` price the calls.
+    """
 
     def __init__(
         self,
@@ -74,17 +73,23 @@ class Waves:
         *,
         auto: Adaptive | None = None,
         budget: Budget | None = None,
-        first_call_usd: float = 0.0,
+        price: Price | None = None,
+        prompt_chars: int = 0,
+        max_output_tokens: int = 0,
     ) -> None:
         self.ids, self.k, self.weights, self.auto = list(ids), k, weights, auto
         self.budget = budget or Budget()
+        if self.budget.max_cost_usd is not None and price is None:
+            raise BudgetError("max_cost_usd", "the model has no price; set PCFJ_PRICES to use a cost budget")
+        self.price = price
+        first_in = math.ceil(prompt_chars / CHARS_PER_TOKEN)
+        self.first_call_usd = usd(first_in, max_output_tokens, price) if price is not None else 0.0
         self.order: list[Position] = [(e, i) for i in range(k) for e in range(executions)]
         self.executions = executions
         self.results: dict[Position, RunJudgments | None] = {}
         self.made = 0
         self.calls = 0
         self.spent = 0.0
-        self.first_call_usd = first_call_usd
         self.dearest: float | None = None
         self.stopped: adaptive.Stopped | None = None
 
@@ -108,13 +113,16 @@ class Waves:
         self.made += fit
         return wave
 
-    def record(self, position: Position, result: RunJudgments | None, *, call: bool, usd: float = 0.0) -> None:
-        """What became of a run: its judgments (None: failed), whether it was a backend call and what it cost."""
+    def record(
+        self, position: Position, result: RunJudgments | None, *, call: bool, usage: Usage | None = None
+    ) -> None:
+        """What became of a run: its judgments (None: failed), whether it was a backend call, its tokens."""
         self.results[position] = result
         if call:
             self.calls += 1
-            self.spent += usd
-            self.dearest = max(self.dearest or 0.0, usd)
+            cost = usd(usage.input_tokens, usage.output_tokens, self.price) if usage and self.price else 0.0
+            self.spent += cost
+            self.dearest = max(self.dearest or 0.0, cost)
 
     def progress(self) -> adaptive.Progress:
         """The adaptive state of the runs made so far."""

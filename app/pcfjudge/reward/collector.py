@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from pcfjudge import metrics
 from pcfjudge.refusal import Refusal
 from pcfjudge.reward.scoring import GroupVerdict
 
@@ -42,6 +43,10 @@ class LocalCollector:
         self._tasks: set[asyncio.Task[None]] = set()
         self.closed: Counter[Closed] = Counter()
 
+    def count(self, why: Closed) -> None:
+        self.closed[why] += 1
+        metrics.REWARD_GROUPS.labels(why).inc()
+
     def waiting(self) -> int:
         """Members waiting in open groups."""
         return sum(len(g.texts) for g in self._open.values())
@@ -65,7 +70,7 @@ class LocalCollector:
         del self._open[key]
         if group.timer is not None:
             group.timer.cancel()
-        self.closed[why] += 1
+        self.count(why)
         self.spawn(settle(group.done, group.judge(list(group.texts))))
 
     def spawn(self, work: Awaitable[None]) -> None:

@@ -131,11 +131,11 @@ class RedisRendezvous:
         try:
             reply = await self._run(lambda c: c.eval(_JOIN, 3, *keys, size, gen_id, open_ms, res_ms, *texts))
         except RendezvousUnavailable:
-            self.local.closed["fallback"] += 1
+            self.local.count("fallback")
             return await self.local.collect(key, texts, size, wait_s, judge)
         gen = _text(reply[1])
         if reply[0] == 1:
-            self.local.closed["full"] += 1
+            self.local.count("full")
             return await self._judge(key, gen, [_text(m) for m in reply[2]], judge)
         watch = self._watches.get((key, gen))
         if watch is None:
@@ -187,17 +187,17 @@ class RedisRendezvous:
             res_ms = round((wait_s + self.judge_timeout_s + 12 * GRACE_S) * 1000)
             reply = await self._run(lambda c: c.eval(_CLOSE, 3, *keys, gen, res_ms))
             if reply[0] == 1:
-                self.local.closed["timeout"] += 1
+                self.local.count("timeout")
                 return await self._judge(key, gen, [_text(m) for m in reply[1]], judge)
             verdict = await self._poll(keys[2], gen, loop.time() + self.judge_timeout_s + GRACE_S, watch)
             if verdict is not None:
                 return verdict
             blob = await self._run(lambda c: c.hget(keys[2], f"{gen}:m"))
         except RendezvousUnavailable:
-            self.local.closed["fallback"] += 1
+            self.local.count("fallback")
             remaining = max(0.0, close_at - loop.time())
             return await self.local.collect(key, list(watch.texts), size, remaining, judge)
-        self.local.closed["takeover"] += 1
+        self.local.count("takeover")
         members = [str(m) for m in json.loads(blob)] if blob else list(watch.texts)
         return await self._judge(key, gen, members, judge)
 

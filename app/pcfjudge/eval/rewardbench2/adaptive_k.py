@@ -33,10 +33,21 @@ def replay(item: ItemRuns, rule: StopRule, *, k_min: int, k_max: int, executions
     return (consensus.winners if consensus is not None else []), waves.made, str(waves.stopped)
 
 
-def _row(name: str, picks: Sequence[list[str]], calls: Sequence[int], reference: Sequence[list[str]], items: Sequence[ItemRuns]) -> dict[str, Any]:
+def _row(
+    name: str,
+    picks: Sequence[list[str]],
+    calls: Sequence[int],
+    reference: Sequence[list[str]],
+    items: Sequence[ItemRuns],
+) -> dict[str, Any]:
     scores = [top1_score(w, item.correct) for w, item in zip(picks, items, strict=True)]
     same = sum(set(w) == set(r) for w, r in zip(picks, reference, strict=True))
-    return {"protocol": name, "accuracy": accuracy(scores), "calls_per_item": sum(calls) / len(calls), "same_as_k_max": same}
+    return {
+        "protocol": name,
+        "accuracy": accuracy(scores),
+        "calls_per_item": sum(calls) / len(calls),
+        "same_as_k_max": same,
+    }
 
 
 def compare(items: Sequence[ItemRuns], *, ks: Sequence[int], k_min: int, k_max: int, executions: int) -> dict[str, Any]:
@@ -62,11 +73,11 @@ def compare(items: Sequence[ItemRuns], *, ks: Sequence[int], k_min: int, k_max: 
 def render(tables: Sequence[Mapping[str, Any]], model: str) -> list[str]:
     """Table 4 of the report: one block per number of executions."""
     out: list[str] = []
-    for t in tables:
+    for number, t in zip(("4", "4b"), tables, strict=False):
         k_max, n = t["k_max"], t["n"]
         out += [
-            f"## Table 4. Adaptive K ({t['executions']} execution(s); auto: k_min={t['k_min']}, k_max={k_max}; "
-            f"N = {n})",
+            f"## Table {number}. Adaptive K, {t['executions']} execution(s) (auto: k_min={t['k_min']}, "
+            f"k_max={k_max}; N = {n})",
             "",
         ]
         rows = [
@@ -92,3 +103,18 @@ def render(tables: Sequence[Mapping[str, Any]], model: str) -> list[str]:
         )
         out += ["", f"Why auto stopped (items): {reasons}.", ""]
     return out
+
+
+Point = tuple[str, float, float]  # label, calls per item, accuracy
+
+
+def figure_series(tables: Sequence[Mapping[str, Any]]) -> tuple[list[tuple[str, list[Point]]], list[Point]]:
+    """For ``figures.accuracy_vs_calls``: a fixed-K line per number of executions, and the auto points."""
+    lines: list[tuple[str, list[Point]]] = []
+    marks: list[Point] = []
+    for t in tables:
+        suffix = f" ×{t['executions']}" if t["executions"] > 1 else ""
+        points = [(str(row["protocol"]) + suffix, row["calls_per_item"], row["accuracy"]) for row in t["rows"]]
+        lines.append((f"fixed K{suffix}", [p for p in points if p[0].startswith("K=")]))
+        marks += [p for p in points if not p[0].startswith("K=")]
+    return lines, marks

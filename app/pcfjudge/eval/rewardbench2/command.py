@@ -16,7 +16,19 @@ from pcfjudge.eval.rewardbench2.synthetic import PREFIX, load_synthetic
 from pcfjudge.eval.runlog import LOG_NAME, RunLog
 from pcfjudge.settings import Settings
 
-OPTIONS = ("data", "model", "k", "k-min", "executions", "limit", "seed", "schedule-seed", "out", "server", "concurrency")
+OPTIONS = (
+    "data",
+    "model",
+    "k",
+    "k-min",
+    "executions",
+    "limit",
+    "seed",
+    "schedule-seed",
+    "out",
+    "server",
+    "concurrency",
+)
 
 
 def _load(args: argparse.Namespace) -> list[FactualityItem]:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from pcfjudge.eval import figures
-from pcfjudge.eval.rewardbench2 import adaptive_k
 from pcfjudge.eval.report_fmt import (
     delta,
     is_simulation,
@@ -19,6 +19,7 @@ from pcfjudge.eval.report_fmt import (
     token_totals,
     write_json,
 )
+from pcfjudge.eval.rewardbench2 import adaptive_k
 from pcfjudge.eval.rewardbench2.analysis import TIE_RULE, analyse, gather
 
 PRESET_NAMES = {
@@ -182,11 +183,8 @@ def write_report(out_dir: Path, summary: Mapping[str, Any]) -> list[Path]:
     )
     names = ["report.md", "summary.json", FIGURE_GAINS, FIGURE_K]
     if "adaptive" in summary:
-        points = [
-            (f"{row['protocol']}" + (f" ×{t['executions']}" if t["executions"] > 1 else ""), row["calls_per_item"], row["accuracy"])
-            for t in summary["adaptive"]
-            for row in t["rows"]
-        ]
-        figures.accuracy_vs_calls(out_dir / FIGURE_CALLS, points, f"Top-1 accuracy vs judge calls per item ({tag})")
+        lines, marks = adaptive_k.figure_series(summary["adaptive"])
+        title = f"Top-1 accuracy vs judge calls per item ({tag})"
+        figures.accuracy_vs_calls(out_dir / FIGURE_CALLS, lines, marks, title)
         names.append(FIGURE_CALLS)
     return [out_dir / name for name in names]
