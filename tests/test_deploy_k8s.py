@@ -18,6 +18,7 @@ import yaml
 from pcfjudge import __version__, metrics
 from pcfjudge.cli import build_parser
 from pcfjudge.settings import Settings
+from prometheus_client.metrics import MetricWrapperBase
 
 from tests.helpers import ROOT, app_client
 from tests.manifests import (
@@ -187,6 +188,19 @@ def test_dev_points_at_its_own_redis_and_prod_takes_redis_and_api_keys_from_secr
     assert prod["PCFJ_API_KEYS"]["secretKeyRef"]["optional"] is False
     assert env_values(render(TARGETS["base"]))["PCFJ_API_KEYS"]["secretKeyRef"]["optional"] is True
     assert "PCFJ_REDIS_URL" not in env_values(render(TARGETS["base"]))
+
+
+OPERATOR_TARGET_LABELS = {"endpoint", "namespace", "pod", "service", "container", "job", "instance"}
+
+
+def test_scraped_labels_survive_the_operator(docs: list[Doc]) -> None:
+    """prometheus-operator gives every target `endpoint`, `pod`, … labels; a metric label of the same name is
+    renamed exported_<name> unless honorLabels is set (ours: `endpoint`, used by the alerts and the dashboard)."""
+    families = [v for v in vars(metrics).values() if isinstance(v, MetricWrapperBase)]
+    labels = {label for family in families for label in family._labelnames}
+    assert "endpoint" in labels
+    if labels & OPERATOR_TARGET_LABELS:
+        assert all(e.get("honorLabels") for e in one(docs, "ServiceMonitor")["spec"]["endpoints"])
 
 
 def test_prometheus_rule_is_alerts_yml(docs: list[Doc]) -> None:

@@ -16,6 +16,7 @@ from pcfjudge.cache.layered import LayeredCache
 from pcfjudge.cache.redis_cache import RedisCache, hash_tag
 from pcfjudge.cache.redis_client import connect
 from pcfjudge.judging import listwise as lw
+from pcfjudge.judging import prompts
 from pcfjudge.judging.failures import JudgingFailed
 from pcfjudge.judging.keys import cache_key, item_hash
 from pcfjudge.judging.listwise import ListwiseResult, ListwiseTask, judge_listwise
@@ -134,7 +135,7 @@ async def test_changing_any_key_component_misses(
         assert (repeat.backend_calls, repeat.cache_hits) == (0, 1)
         task, model, params = _variant(component)
         if component == "prompt_version":
-            monkeypatch.setattr(lw, "LISTWISE_VERSION", "v-next")
+            monkeypatch.setattr(prompts, "LISTWISE_VERSION", "v-next")
         resolved = services.registry.resolve(model)
         changed = await judge_listwise(task, resolved, runner, params, deadline=soon(10))
         # "sample" repeats the canonical order twice: sample 0 is the base entry, sample 1 is new.

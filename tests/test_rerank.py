@@ -184,3 +184,8 @@ async def test_cohere_errors_name_the_field(
     response = await client.post("/v2/rerank", json={"query": COHERE_QUERY, "documents": ["a", "b"], **body})
     assert response.status_code == status, response.text
     assert response.json()["error"] == error and says in response.json()["detail"]
+
+
+async def test_tei_unreadable_body_is_a_tei_validation_error(client: httpx.AsyncClient) -> None:
+    response = await client.post("/rerank", content=b"\xff2", headers={"content-type": "application/json"})
+    assert response.status_code == 422 and set(response.json()) == {"error", "error_type"}

@@ -121,6 +121,8 @@ async def test_openrlhf_shards_a_batch_over_urls_and_an_empty_shard_is_fine(judg
     urls = [f"{judge_url}/get_reward", f"{judge_url}/get_reward"]
     both = await openrlhf_fetch_rewards_via_http(urls, [prompt + ANSWERS[0]], [prompt], ["100"])
     assert both[1] == {"rewards": [], "scores": [], "extra_logs": {}}
+    numeric = await openrlhf_fetch_rewards_via_http(urls[:1], [prompt + "100"], [prompt], [100])  # a JSON number
+    assert numeric[0]["extra_logs"]["pcfj_pointwise"] == [1.0]
     assert len(both[0]["rewards"]) == 1 and both[0]["extra_logs"]["pcfj_pointwise"] == [1.0]
 
 

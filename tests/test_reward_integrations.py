@@ -1,5 +1,5 @@
 """``pcfjudge.integrations.verl`` and ``.trl`` called exactly as the frameworks call them, against ``pcfjudge serve``
-over the fake provider; and they import nothing but httpx and the standard library.
+over the fake provider.
 
 verl and TRL need torch, so their calling code is reproduced from:
   * volcengine/verl@b178a3cd56f58b2d502255daba591e92833930a7 verl/trainer/ppo/reward.py ``get_custom_reward_fn``
@@ -12,14 +12,11 @@ verl and TRL need torch, so their calling code is reproduced from:
 
 from __future__ import annotations
 
-import ast
 import asyncio
 import importlib.util
 import inspect
 import math
 import pickle
-import subprocess
-import sys
 import threading
 from collections.abc import Callable, Iterator
 from functools import partial
@@ -31,8 +28,9 @@ from pcfjudge.integrations import verl as verl_integration
 from pcfjudge.integrations.trl import PCFJudgeReward
 
 from tests.flaky_proxy import FlakyProxy
-from tests.helpers import ROOT, FakeProvider, serve_process
+from tests.helpers import FakeProvider, serve_process
 
+pytestmark = pytest.mark.slow
 K = 3
 QUESTION = "How many continents are there?"
 ANSWERS = ["Seven.", "There are five continents.", "Seven, counting Antarctica.", "Six or seven, by convention."]
@@ -243,27 +241,3 @@ def test_trl_retries_after_retry_after_and_failed_samples_are_none(judge_url: st
 def test_trl_names_a_missing_reference_column(judge_url: str) -> None:
     with pytest.raises(KeyError, match="answer"):
         trl_calculate_rewards(PCFJudgeReward(judge_url, reference_column="solution"), trl_batch("x"))
-
-
-# ── what a trainer process loads ─────────────────────────────────────────────────────────────────────────────────
-
-ALLOWED = {"httpx", "pcfjudge.client.http", "pcfjudge.integrations.service", "pcfjudge.reward.text", "__future__"}
-
-
-def test_integrations_import_only_httpx_and_the_standard_library() -> None:
-    for name in ("service", "trl", "verl"):
-        tree = ast.parse((ROOT / "app" / "pcfjudge" / "integrations" / f"{name}.py").read_text())
-        imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
-        imported |= {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
-        assert all(m in ALLOWED or m.split(".")[0] in sys.stdlib_module_names for m in imported), (name, imported)
-    for name in ("http",):
-        tree = ast.parse((ROOT / "app" / "pcfjudge" / "client" / f"{name}.py").read_text())
-        imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
-        assert all(m in ALLOWED or m.split(".")[0] in sys.stdlib_module_names for m in imported), (name, imported)
-    script = (
-        "import sys, pcfjudge.integrations.trl, pcfjudge.integrations.verl\n"
-        "heavy = {'fastapi', 'starlette', 'redis', 'openai', 'anthropic', 'uvicorn', 'prometheus_client', 'torch'}\n"
-        "print(sorted({m.split('.')[0] for m in sys.modules} & heavy))\n"
-    )
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
-    assert done.stdout.strip() == "[]", done.stdout

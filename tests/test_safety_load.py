@@ -65,8 +65,7 @@ async def test_calls_stop_at_the_deadline_including_the_wait_for_a_slot() -> Non
         made = response.json()["diagnostics"]["runs_ok"]
         await asyncio.sleep(1.0)  # nothing keeps running for a request that has been answered
         assert not services.runner._inflight and services.registry.resolve("sim:default").limit.reserved == 0
-        repeat = await client.post("/judge/listwise", json=item(0, k=5))
-        assert repeat.json()["usage"]["cache_hits"] == made  # the abandoned runs never filled the cache
+        assert len(services.cache) == made  # type: ignore[arg-type]  # the abandoned runs never filled the cache
 
 
 def _serve_env(fake: FakeProvider, **extra: str) -> dict[str, str]:

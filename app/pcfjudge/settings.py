@@ -113,7 +113,7 @@ class Settings(BaseSettings):
     )
 
     # Process (`pcfjudge serve`)
-    workers: int = Field(1, ge=1, le=64, description="Worker processes: the default of `pcfjudge serve --workers`.")
+    workers: int = Field(1, ge=1, le=128, description="Worker processes: the default of `pcfjudge serve --workers`.")
     shutdown_grace_s: int = Field(
         30,
         ge=0,

@@ -12,6 +12,7 @@ from pcfjudge.api import errors, health, listwise, observability, pairwise, play
 from pcfjudge.api.auth import AuthMiddleware
 from pcfjudge.api.body import BodyMiddleware
 from pcfjudge.api.middleware import RequestMiddleware
+from pcfjudge.api.shutdown import ShutdownMiddleware
 from pcfjudge.judging.pairwise_prompts import KEYED_VERSION, PAIRWISE_VERSION
 from pcfjudge.judging.prompts import LISTWISE_VERSION
 from pcfjudge.services import Services
@@ -53,5 +54,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # disconnect watch → the app.
     app.add_middleware(BodyMiddleware, max_bytes=settings.max_body_bytes, body_timeout_s=settings.body_timeout_s)
     app.add_middleware(AuthMiddleware)
+    app.add_middleware(ShutdownMiddleware)  # a request cancelled past the shutdown grace: 503 shutting_down
     app.add_middleware(RequestMiddleware, max_pending=settings.max_pending_requests)
     return app

@@ -16,6 +16,7 @@ from fastapi import APIRouter, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from pcfjudge.api.deps import ServicesDep
 from pcfjudge.api.errors import ApiError, client_error
@@ -28,6 +29,7 @@ from pcfjudge.api.rerank_schemas import (
     TeiRank,
     TeiRerankRequest,
 )
+from pcfjudge.api.schemas import ErrorResponse
 
 TEI_STATUS: dict[int, tuple[int, str]] = {
     400: (400, "Empty"),
@@ -48,7 +50,8 @@ TEI_RESPONSES: dict[int | str, dict[str, Any]] = {
     }.items()
 }
 COHERE_RESPONSES = ERROR_RESPONSES | {
-    413: {"model": ERROR_RESPONSES[422]["model"], "description": "Too many documents"}
+    400: {"model": ErrorResponse, "description": "Body is not valid JSON, or no documents"},
+    413: {"model": ErrorResponse, "description": "More documents than PCFJ_MAX_CANDIDATES (the detail names it)"},
 }
 
 
@@ -76,6 +79,8 @@ class TeiRoute(APIRoute):
                 return await handler(request)
             except RequestValidationError as exc:
                 return tei_error(422, "Validation", _validation_message(exc))
+            except StarletteHTTPException as exc:  # a body FastAPI cannot read (e.g. not UTF-8): TEI's serde error
+                return tei_error(422, "Validation", f"{exc.detail}; send a JSON object (UTF-8)")
             except ApiError as exc:
                 status, kind = TEI_STATUS.get(exc.status, (exc.status, "Validation"))
                 return tei_error(status, kind, exc.detail, exc.headers)

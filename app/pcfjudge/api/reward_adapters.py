@@ -65,7 +65,7 @@ async def openrlhf_route(body: OpenRLHFRequest, options: OptionsDep, services: S
             raise client_error(f"query.{i}", detail)
         if not prompt.strip():
             raise client_error(f"prompts.{i}", "must not be empty or only whitespace")
-        items.append(Item(prompt, strip_end_tokens(query[len(prompt) :]), label))
+        items.append(Item(prompt, strip_end_tokens(query[len(prompt) :]), None if label is None else str(label)))
     if not items:  # OpenRLHF shards a batch over several URLs; a shard may be empty
         return OpenRLHFResponse(rewards=[], scores=[], extra_logs={})
     judged = await judge_plan(services, plan(services, options, items, "query"))

@@ -110,7 +110,9 @@ class OpenRLHFRequest(Strict):
 
     query: list[str]
     prompts: list[str]
-    labels: list[str | None] | None = None
+    labels: list[str | int | float | None] | None = Field(
+        default=None, description="One label per query (its reference; a dataset's numeric answers are written out)."
+    )
 
 
 class OpenRLHFResponse(BaseModel):

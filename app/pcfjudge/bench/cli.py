@@ -136,6 +136,60 @@ def _add_overload(kinds: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     overload.set_defaults(func=_overload)
 
 
+def _http(args: argparse.Namespace) -> int:
+    import json
+
+    from pcfjudge.bench.http_bench import HttpBench, run
+    from pcfjudge.bench.http_report import figures, format_report
+
+    bench = HttpBench(
+        latency_ms=args.latency_ms,
+        candidates=args.candidates,
+        sequential=args.sequential,
+        calls=args.calls,
+        cold_concurrency=args.cold_concurrency,
+        burst=args.burst,
+        burst_requests=args.burst_requests,
+        warm_items=args.warm_items,
+        warm_requests=args.warm_requests,
+        single_requests=args.single_requests,
+        rss_requests=args.rss_requests,
+        workers=tuple(args.workers),
+        backend_concurrency=args.backend_concurrency,
+    )
+    result = run(bench)
+    result["figures"] = [f.to_json() for f in figures(result)]
+    print(json.dumps(result, indent=2) if args.json else format_report(result))
+    return 0
+
+
+def _add_http(kinds: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    http = kinds.add_parser(
+        "http",
+        help="the HTTP hot path beside its references: fan-out, calls/s and CPU per call, latency under load, warm "
+        "hits vs a bare FastAPI echo, memory, workers",
+        description="Start the fake provider and `pcfjudge serve` and print, in one run, each figure of issue 14 "
+        "beside its reference (the provider alone, the OpenAI SDK alone on both transports, a bare FastAPI echo) as "
+        "ratios, with the machine's core count and load average.",
+    )
+    arg = http.add_argument
+    arg("--latency-ms", type=float, default=200.0, help="fake provider latency per call (default 200)")
+    arg("--candidates", type=int, default=4, help="candidates per request (default 4)")
+    arg("--sequential", type=int, default=30, help="requests per K in the one-at-a-time fan-out (default 30)")
+    arg("--calls", type=int, default=3000, help="backend calls in the calls/s figure, per client (default 3000)")
+    arg("--cold-concurrency", type=int, default=32, help="concurrent cold K=7 requests (default 32)")
+    arg("--burst", type=int, default=64, help="concurrent requests in the latency figures (default 64)")
+    arg("--burst-requests", type=int, default=256, help="requests per latency figure (default 256)")
+    arg("--warm-items", type=int, default=64, help="distinct cached items of the warm figures (default 64)")
+    arg("--warm-requests", type=int, default=20_000, help="warm requests at 32 concurrent (default 20000)")
+    arg("--single-requests", type=int, default=2000, help="warm requests one at a time (default 2000)")
+    arg("--rss-requests", type=int, default=100_000, help="warm requests before the second RSS reading (100000)")
+    arg("--workers", type=int, nargs="+", default=[1, 2], help="worker counts to measure (default 1 2)")
+    arg("--backend-concurrency", type=int, default=512, help="PCFJ_BACKEND_CONCURRENCY of the service (512)")
+    arg("--json", action="store_true", help="print the measurements and figures as JSON")
+    http.set_defaults(func=_http)
+
+
 def add_bench_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     bench = sub.add_parser("bench", help="benchmarks that print measured figures (see README)")
     kinds = bench.add_subparsers(dest="bench", metavar="BENCH", required=True)
@@ -159,3 +213,4 @@ def add_bench_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser])
     _add_overload(kinds)
     _add_soak(kinds)
     _add_reward(kinds)
+    _add_http(kinds)

@@ -71,13 +71,15 @@ class LocalCollector:
         if group.timer is not None:
             group.timer.cancel()
         self.count(why)
-        self.spawn(settle(group.done, group.judge(list(group.texts))))
+        texts = list(group.texts)
+        self.spawn(lambda: settle(group.done, group.judge(texts)))
 
-    def spawn(self, work: Awaitable[None]) -> None:
-        """Run ``work`` in a task this collector keeps (and cancels on ``aclose``)."""
+    def spawn(self, work: Callable[[], Awaitable[None]]) -> None:
+        """Run ``work()`` in a task this collector keeps (and cancels on ``aclose``); the coroutine is made inside
+        the task, so a task cancelled before it starts leaves no coroutine unawaited."""
 
         async def run() -> None:
-            await work
+            await work()
 
         task = asyncio.get_running_loop().create_task(run())
         self._tasks.add(task)

@@ -123,7 +123,14 @@ class RedisRendezvous:
         return result
 
     async def collect(self, key: str, texts: Sequence[str], size: int, wait_s: float, judge: JudgeFn) -> GroupVerdict:
-        """Join the group ``key`` with ``texts`` and return its verdict, wherever it is judged."""
+        """Join the group ``key`` with ``texts`` and return its verdict, wherever it is judged. The join runs in a
+        task of its own: a caller that leaves mid-join still leaves its member (and, if it closed the group, the
+        judging) behind."""
+        done: asyncio.Future[GroupVerdict] = asyncio.get_running_loop().create_future()
+        self.local.spawn(lambda: settle(done, self._join(key, list(texts), size, wait_s, judge)))
+        return await asyncio.shield(done)
+
+    async def _join(self, key: str, texts: list[str], size: int, wait_s: float, judge: JudgeFn) -> GroupVerdict:
         keys = _keys(key)
         open_ms = round((2 * wait_s + GRACE_S) * 1000)
         res_ms = round((2 * wait_s + self.judge_timeout_s + 12 * GRACE_S) * 1000)
@@ -140,7 +147,7 @@ class RedisRendezvous:
         watch = self._watches.get((key, gen))
         if watch is None:
             watch = self._watches[(key, gen)] = _Watch(list(texts), asyncio.get_running_loop().create_future())
-            self.local.spawn(self._watch(key, gen, size, wait_s, judge, watch))
+            self.local.spawn(lambda: self._watch(key, gen, size, wait_s, judge, watch))
         else:
             watch.texts.extend(texts)
         return await asyncio.shield(watch.done)
@@ -148,7 +155,7 @@ class RedisRendezvous:
     async def _judge(self, key: str, gen: str, members: list[str], judge: JudgeFn) -> GroupVerdict:
         """Judge a closed generation in a task of its own, publish the verdict, hand it to local waiters."""
         done: asyncio.Future[GroupVerdict] = asyncio.get_running_loop().create_future()
-        self.local.spawn(self._judge_and_publish(key, gen, members, judge, done))
+        self.local.spawn(lambda: self._judge_and_publish(key, gen, members, judge, done))
         return await asyncio.shield(done)
 
     async def _judge_and_publish(

@@ -1,4 +1,5 @@
-"""Write the RewardBench 2 report from the run log: ``summary.json``, ``report.md`` (Tables 1–3) and two PNGs."""
+"""Write the RewardBench 2 report from the run log: ``summary.json``, ``report.md`` (Tables 1–3, and Table 4 on adaptive
+K with ``--k auto``) and the PNGs (``accuracy_vs_calls.png`` with ``--k auto``)."""
 
 from __future__ import annotations
 
