@@ -15,7 +15,6 @@ from pcfjudge.backends.slots import Slots
 from pcfjudge.cache.layered import LayeredCache
 from pcfjudge.cache.redis_cache import RedisCache, hash_tag
 from pcfjudge.cache.redis_client import connect
-from pcfjudge.judging import listwise as lw
 from pcfjudge.judging import prompts
 from pcfjudge.judging.failures import JudgingFailed
 from pcfjudge.judging.keys import cache_key, item_hash
