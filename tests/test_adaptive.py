@@ -181,6 +181,10 @@ def test_cost_budget_prices_calls_at_the_dearest_so_far() -> None:
     assert waves.next() == [] and waves.stopped == "budget" and waves.spent == pytest.approx(0.028)
     with pytest.raises(BudgetError, match="does not pay for one judge call"):
         priced(0.01).next()
+    failing = priced(0.03)
+    for position in failing.next():  # calls that failed before using any tokens
+        failing.record(position, None, call=True, usage=Usage())
+    assert len(failing.next()) == 2  # still priced at the estimate, not at $0
     with pytest.raises(BudgetError, match="PCFJ_PRICES"):
         Waves(ids, 1, 7, PROPOSED, budget=Budget(max_cost_usd=0.01))
 

@@ -19,7 +19,7 @@ pytestmark = pytest.mark.slow
 def test_short_soak_loses_no_request(tmp_path: Path) -> None:
     require_redis()
     out = tmp_path / "soak.json"
-    argv = [sys.executable, "-m", "pcfjudge.cli", "bench", "soak", "--seconds", "60", "--items", "500"]
+    argv = [sys.executable, "-m", "pcfjudge.cli", "bench", "soak", "--seconds", "60", "--items", "3000"]
     argv += ["--json", str(out), "--workdir", str(tmp_path / "logs")]
     done = subprocess.run(argv, cwd=ROOT, env=clean_env(), capture_output=True, text=True, timeout=280)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
@@ -33,6 +33,9 @@ def test_short_soak_loses_no_request(tmp_path: Path) -> None:
              "every call 429", "429 burst over", "stopped by SIGTERM", "restarted", "load over"]  # fmt: skip
     assert len(events) == len(kinds) and all(k in e for k, e in zip(kinds, events, strict=True))
     assert "exit code 0" in events[6]
+    burst, over = report["events"][4], report["events"][5]
+    assert over["provider_calls"] > burst["provider_calls"], "no backend call was made during the 429 burst"
+    assert over["provider_answers"] - burst["provider_answers"] < over["provider_calls"] - burst["provider_calls"]
     assert summary["provider_faults"].get("429", 0) > 0
     # clients felt the faults and their retries completed the requests: some attempts failed, none was lost
     assert sum(n for outcome, n in summary["attempts"].items() if outcome != "200") > 0

@@ -9,15 +9,17 @@ import sys
 
 from tests.helpers import ROOT
 
-ALLOWED = {"httpx", "pcfjudge.client.http", "pcfjudge.integrations.service", "pcfjudge.reward.text", "__future__"}
+ALLOWED = {"httpx", "pcfjudge.client.http", "pcfjudge.reward.text", "__future__"}
+OURS = ("batches", "service", "trl", "verl")
 
 
 def test_integrations_import_only_httpx_and_the_standard_library() -> None:
-    for name in ("service", "trl", "verl"):
+    for name in OURS:
         tree = ast.parse((ROOT / "app" / "pcfjudge" / "integrations" / f"{name}.py").read_text())
         imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
         imported |= {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
-        assert all(m in ALLOWED or m.split(".")[0] in sys.stdlib_module_names for m in imported), (name, imported)
+        allowed = ALLOWED | {f"pcfjudge.integrations.{n}" for n in OURS}
+        assert all(m in allowed or m.split(".")[0] in sys.stdlib_module_names for m in imported), (name, imported)
     for name in ("http",):
         tree = ast.parse((ROOT / "app" / "pcfjudge" / "client" / f"{name}.py").read_text())
         imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
@@ -29,3 +31,22 @@ def test_integrations_import_only_httpx_and_the_standard_library() -> None:
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]", done.stdout
+
+
+def test_batches_keep_groups_whole_and_requests_bounded() -> None:
+    from pcfjudge.integrations.batches import MAX_BYTES, MAX_SAMPLES, chunk_groups
+
+    def group(g: int, n: int, size: int = 10) -> list[tuple[int, dict[str, str]]]:
+        return [(g * 100 + i, {"prompt": f"p{g}", "response": "x" * size}) for i in range(n)]
+
+    groups = [group(g, 8) for g in range(100)]
+    chunks = chunk_groups(groups, max_groups=8)
+    assert [len(c) for c in chunks] == [64] * 12 + [32]
+    assert [row for c in chunks for row, _ in c] == [row for g in groups for row, _ in g]  # order kept
+    many = chunk_groups([group(g, 100) for g in range(5)])
+    assert [len(c) for c in many] == [200, 200, 100] and all(len(c) <= MAX_SAMPLES for c in many)
+    big = chunk_groups([group(g, 4, size=200_000) for g in range(3)])
+    assert [len(c) for c in big] == [4, 4, 4]  # ~800 kB a group: one group a request (under MAX_BYTES = 1 MB)
+    assert MAX_BYTES < 2_000_000  # the service's default body limit
+    huge = chunk_groups([group(0, 2, size=900_000)])
+    assert [len(c) for c in huge] == [2]  # a group larger than the cap is sent whole, alone

@@ -29,6 +29,7 @@ async def test_three_replicas_make_k_provider_calls_for_30_identical_requests(re
             "OPENAI_API_KEY": "test",
             "PCFJ_OPENAI_BASE_URL": f"{fake}/v1",
             "PCFJ_REDIS_URL": redis_server.url,
+            "PCFJ_ALLOWED_MODELS": '["openai:judge-under-test"]',  # not a configured default: allow it explicitly
         }
         with ExitStack() as stack:
             urls = [stack.enter_context(serve_process(env=env)) for _ in range(3)]

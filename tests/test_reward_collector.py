@@ -9,7 +9,6 @@ import random
 from typing import Any
 
 import httpx
-import pytest
 from pcfjudge.reward.collector import LocalCollector
 from pcfjudge.reward.scoring import GroupVerdict
 from pcfjudge.settings import Settings
@@ -64,8 +63,8 @@ async def test_a_caller_that_leaves_is_still_judged_with_its_group() -> None:
         leaver = asyncio.create_task(one(client, PROMPT, RESPONSES[0], **options))
         await eventually(lambda: services.rewards.local.waiting() == 1, what="the first member to wait")
         leaver.cancel()  # in process the request's task is the caller's: cancelled, as on a disconnect
-        with pytest.raises(asyncio.CancelledError):
-            await leaver
+        await asyncio.wait([leaver])
+        assert leaver.cancelled() or "shutting_down" in str(leaver.exception())  # the app answered 503 to no one
         rest = await asyncio.gather(*(one(client, PROMPT, r, **options) for r in RESPONSES[1:3]))
     assert {(s["group_size"], s["candidates"]) for s in rest} == {(3, 3)}  # the leaver's response was judged too
     assert services.rewards.local.closed == {"full": 1}

@@ -77,7 +77,8 @@ class Judge:
         ``Refusal`` when the guard or admission control declines."""
         model = self.model(task.model)
         params = self.params(model)
-        calls = len(plan_runs(task, model.string, params).runs)
+        plan = plan_runs(task, model.string, params)
+        calls = len(plan.runs)
         if task.budget is not None:
             calls = task.budget.cap(calls)
         deadline = asyncio.get_running_loop().time() + self.timeout_s
@@ -87,7 +88,9 @@ class Judge:
             calls,
             [task.question, *task.texts],
             "k",
-            lambda: judge_listwise(task, model, self.runner, params, deadline=deadline, quorum=quorum, price=price),
+            lambda: judge_listwise(
+                task, model, self.runner, params, deadline=deadline, quorum=quorum, price=price, plan=plan
+            ),
         )
 
     async def pairwise(self, task: PairwiseTask) -> PairwiseResult:

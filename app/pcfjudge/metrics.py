@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -104,6 +104,18 @@ BUILD = Gauge(
 )
 
 _BREAKER_VALUES = {"closed": 0.0, "half_open": 0.5, "open": 1.0}
+M = TypeVar("M", Counter, Gauge, Histogram)
+_CHILDREN: dict[tuple[Any, tuple[str, ...]], Any] = {}
+
+
+def child(metric: M, *labels: str) -> M:
+    """``metric.labels(*labels)``, looked up in prometheus_client once per label set (its lookup validates the labels
+    and takes a lock: several times the cost of the update itself). Label sets are bounded (module docstring)."""
+    key = (metric, labels)
+    found: M | None = _CHILDREN.get(key)
+    if found is None:
+        found = _CHILDREN[key] = metric.labels(*labels)
+    return found
 
 
 class Metrics:
@@ -118,8 +130,8 @@ class Metrics:
     # Observer protocol (app/observe.py)
     def backend_call(self, model: ResolvedModel, outcome: str, seconds: float, usage: Usage | None) -> None:
         label = self.model_label(model.string)
-        BACKEND_CALLS.labels(model.provider, label, outcome).inc()
-        BACKEND_SECONDS.labels(model.provider, label).observe(seconds)
+        child(BACKEND_CALLS, model.provider, label, outcome).inc()
+        child(BACKEND_SECONDS, model.provider, label).observe(seconds)
         if usage is not None:
             for kind, value in (
                 ("input", usage.input_tokens),
@@ -127,17 +139,17 @@ class Metrics:
                 ("cached", usage.cached_tokens),
             ):
                 if value:
-                    TOKENS.labels(model.provider, label, kind).inc(value)
+                    child(TOKENS, model.provider, label, kind).inc(value)
 
     def retry(self, model: ResolvedModel, kind: str) -> None:
-        RETRIES.labels(model.provider, self.model_label(model.string), kind).inc()
+        child(RETRIES, model.provider, self.model_label(model.string), kind).inc()
 
     def single_flight_wait(self) -> None:
         SINGLE_FLIGHT.inc()
 
     def cache_lookup(self, layer: str, result: str, n: int) -> None:
         if n:
-            CACHE_LOOKUPS.labels(layer, result).inc(n)
+            child(CACHE_LOOKUPS, layer, result).inc(n)
 
     def cache_breaker(self, state: str) -> None:
         BREAKER.set(_BREAKER_VALUES.get(state, 1.0))
@@ -146,7 +158,7 @@ class Metrics:
     def cost(self, model: str, usd: float | None) -> None:
         """Add a request's cost to its provider's and model's counter (``model`` is a provider:model string)."""
         if usd:
-            COST.labels(model.partition(":")[0], self.model_label(model)).inc(usd)
+            child(COST, model.partition(":")[0], self.model_label(model)).inc(usd)
 
 
 def build_info(listwise: str, pairwise: str, keyed: str) -> None:

@@ -142,6 +142,11 @@ class Settings(BaseSettings):
         default=None, validation_alias=AliasChoices("PCFJ_OPENAI_BASE_URL", "OPENAI_BASE_URL")
     )
     openai_output_mode: Literal["json_schema", "json_object", "prompt"] = "json_schema"
+    openai_transport: Literal["wire", "sdk"] = Field(
+        "wire",
+        description="wire: each call one POST on a pooled aiohttp session (the SDK's configuration, a fraction of its "
+        "CPU per call); sdk: the SDK's chat.completions.create on its aiohttp transport.",
+    )
     anthropic_api_key: SecretStr | None = Field(
         default=None, validation_alias=AliasChoices("PCFJ_ANTHROPIC_API_KEY", "ANTHROPIC_API_KEY")
     )

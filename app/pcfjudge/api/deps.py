@@ -9,7 +9,8 @@ from fastapi import Depends, Request
 from pcfjudge.services import Services
 
 
-def get_services(request: Request) -> Services:
+async def get_services(request: Request) -> Services:
+    """Async, so FastAPI calls it on the event loop (a plain ``def`` dependency costs a thread-pool hop per request)."""
     services: Services = request.app.state.services
     return services
 

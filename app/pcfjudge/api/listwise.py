@@ -3,25 +3,18 @@
 from __future__ import annotations
 
 from fastapi import APIRouter, Request
+from starlette.responses import Response
 
 from pcfjudge.api.deps import ServicesDep
 from pcfjudge.api.errors import client_error
+from pcfjudge.api.listwise_out import json_response, response_data
+from pcfjudge.api.listwise_out import to_response as to_response  # re-exported: rerank, the CLI and benches use it
 from pcfjudge.api.observability import judged, record_listwise
-from pcfjudge.api.schemas import (
-    CandidateOut,
-    Diagnostics,
-    ErrorResponse,
-    JudgmentOut,
-    ListwiseRequest,
-    ListwiseResponse,
-    RunOut,
-    UsageOut,
-)
+from pcfjudge.api.schemas import ErrorResponse, ListwiseRequest, ListwiseResponse
 from pcfjudge.api.validate import check_texts, resolve_model
 from pcfjudge.judging import consensus as cons
 from pcfjudge.judging import permutations as perms
-from pcfjudge.judging.listwise import ListwiseResult, ListwiseTask
-from pcfjudge.judging.types import RunRecord
+from pcfjudge.judging.listwise import ListwiseTask
 from pcfjudge.judging.waves import Adaptive, Budget, BudgetError
 from pcfjudge.services import Services
 from pcfjudge.settings import Settings
@@ -43,16 +36,16 @@ ERROR_RESPONSES: dict[int | str, dict[str, object]] = {
 
 
 @router.post("/judge/listwise", response_model=ListwiseResponse, responses=ERROR_RESPONSES)
-async def judge_listwise_route(body: ListwiseRequest, request: Request, services: ServicesDep) -> ListwiseResponse:
+async def judge_listwise_route(body: ListwiseRequest, request: Request, services: ServicesDep) -> Response:
     """PCFJudge: judge the candidates over K permutations and return the permutation consensus (paper Eq. 1–5)."""
     try:
         result = await judged("/judge/listwise", services.judge.listwise(build_task(body, services)))
     except BudgetError as exc:
         raise client_error(exc.field, exc.detail) from None
     record_listwise(result)
-    response = to_response(result, request.state.request_id, body.include_runs, services)
-    services.metrics.cost(result.model, response.usage.cost_usd)
-    return response
+    data = response_data(result, request.state.request_id, body.include_runs, services)
+    services.metrics.cost(result.model, data["usage"]["cost_usd"])
+    return json_response(data)  # a ListwiseResponse, serialised once (see api.listwise_out)
 
 
 def build_task(body: ListwiseRequest, services: Services) -> ListwiseTask:
@@ -132,60 +125,3 @@ def budget(body: ListwiseRequest, settings: Settings, model: str) -> Budget | No
     if body.max_calls is None and body.max_cost_usd is None:
         return None
     return Budget(body.max_calls, body.max_cost_usd)
-
-
-def _run_out(run: RunRecord) -> RunOut:
-    result = run.result
-    return RunOut(
-        execution=run.execution,
-        index=run.index,
-        order=run.order,
-        sample=run.sample,
-        rank_source=result.rank_source if result else None,
-        judgments=({cid: JudgmentOut.model_validate(j) for cid, j in result.judgments.items()} if result else None),
-        top_set=cons.top_set(result) if result else None,
-        cached=run.cached,
-        latency_ms=run.latency_ms,
-        error=run.error,
-        **run.usage.as_dict(),
-    )
-
-
-def to_response(result: ListwiseResult, request_id: str, include_runs: bool, services: Services) -> ListwiseResponse:
-    c = result.consensus
-    ok = sum(1 for r in result.runs if r.result is not None)
-    return ListwiseResponse(
-        request_id=request_id,
-        model=result.model,
-        prompt_version=result.prompt_version,
-        mode=result.mode,
-        k=result.k,
-        executions=max(r.execution for r in result.runs) + 1,
-        weights=result.weights.as_dict(),
-        winners=c.winners,
-        ranking=c.ranking,
-        candidates=[
-            CandidateOut(id=cid, **{name: round(value, 4) for name, value in v.as_dict().items()})
-            for cid, v in c.candidates.items()
-        ],
-        runs=[_run_out(r) for r in result.runs] if include_runs else None,
-        diagnostics=Diagnostics(
-            runs_ok=ok,
-            runs_failed=len(result.runs) - ok,
-            quorum=result.quorum,
-            agreement=round(result.agreement, 4),
-            direct_winners=result.direct_winners,
-            order_sensitive=result.order_sensitive,
-            k_requested=result.k_requested,
-            k_capped=result.k_capped,
-            runs_made=len(result.runs),
-            stopped=result.stopped,
-        ),
-        usage=UsageOut(
-            backend_calls=result.backend_calls,
-            cache_hits=result.cache_hits,
-            cost_usd=services.judge.cost_usd(result.model, result.usage),
-            **result.usage.as_dict(),
-        ),
-        degraded=result.degraded,
-    )

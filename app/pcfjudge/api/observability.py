@@ -27,21 +27,21 @@ async def metrics_endpoint() -> Response:
 def record_listwise(result: ListwiseResult) -> None:
     """Position bias, overturns, agreement and margin of one listwise decision."""
     endpoint = "/judge/listwise"
-    m.DECISIONS.labels(endpoint, result.mode).inc()
+    m.child(m.DECISIONS, endpoint, result.mode).inc()
     if result.degraded:
-        m.DEGRADED.labels(endpoint).inc()
+        m.child(m.DEGRADED, endpoint).inc()
     if result.stopped is not None:
-        m.STOPS.labels(result.stopped).inc()
+        m.child(m.STOPS, result.stopped).inc()
     for run in result.runs:
         if run.result is None:
             continue
         tops = top_set(run.result)
         for cid in tops:
-            m.TOP_PICKS.labels(endpoint, str(run.order.index(cid))).inc(1 / len(tops))
+            m.child(m.TOP_PICKS, endpoint, str(run.order.index(cid))).inc(1 / len(tops))
     if result.mode != "consensus":
         return
     if result.direct_winners is not None and set(result.direct_winners) != set(result.consensus.winners):
-        m.OVERTURNS.labels(endpoint).inc()
+        m.child(m.OVERTURNS, endpoint).inc()
     m.AGREEMENT.observe(result.agreement)
     values = sorted((c.consensus for c in result.consensus.candidates.values()), reverse=True)
     if len(values) > 1:

@@ -6,12 +6,15 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
+from pydantic.config import JsonDict
 
-from pcfjudge.api.schemas import Strict, Text
+from pcfjudge.api.schemas import MAX_TEXT_CHARS, Strict, Text
 from pcfjudge.types import MAX_K
 
 RewardMode = Literal["consensus", "borda", "win"]
-MAX_SAMPLES = 4096
+MAX_SAMPLES = 512
+"""Samples per /v1/reward request (the integrations send larger batches in several requests)."""
+_LONG_TEXT: JsonDict = {"maxLength": MAX_TEXT_CHARS}  # PCFJ_MAX_CANDIDATE_CHARS at its default, as for candidates
 _REWARD_HELP = (
     "How a group's consensus becomes a reward in 0-1: consensus (PCFJudge consensus / 100), borda (rank share "
     "/ 100) or win (share of permutations that put the response on top). A group of one distinct response is "
@@ -43,11 +46,14 @@ class RewardOptions(Strict):
 
 class RewardSample(Strict):
     prompt: Text = Field(description="The prompt the response answers (untrusted text).")
-    response: str = Field(description="The completion to reward (untrusted text; may be empty).")
+    response: str = Field(
+        description="The completion to reward (untrusted text; may be empty).", json_schema_extra=_LONG_TEXT
+    )
     reference: str | None = Field(
         default=None,
         description="A gold answer (label, ground truth): the group is judged with the reference-aware prompt "
         "listwise-ref-v1. Blank means none.",
+        json_schema_extra=_LONG_TEXT,
     )
     group: str | None = Field(
         default=None,

@@ -60,7 +60,7 @@ def _add_soak(kinds: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     soak.add_argument("--seconds", type=float, default=300.0, help="load duration (default 300)")
     soak.add_argument("--replicas", type=int, default=3, help="pcfjudge serve processes (default 3)")
     soak.add_argument("--concurrency", type=int, default=8, help="client loops (default 8)")
-    soak.add_argument("--items", type=int, default=1000, help="distinct items the requests draw from (default 1000)")
+    soak.add_argument("--items", type=int, default=5000, help="distinct items the requests draw from (default 5000)")
     soak.add_argument("--k", type=int, default=3, help="permutations per request (default 3)")
     soak.add_argument("--latency-ms", type=float, default=50.0, help="provider latency per call (default 50)")
     soak.add_argument("--fail-rate", type=float, default=0.02, help="provider's random 500/429 rate (default 0.02)")

@@ -56,8 +56,16 @@ class HttpBench:
 
 
 def _load(url: str, body: Any, requests: int, concurrency: int, headers: dict[str, str] | None = None) -> LoadResult:
-    return asyncio.run(closed_loop(url, PATH if headers is None else "/v1/chat/completions", body,
-                                   requests=requests, concurrency=concurrency, headers=headers))
+    return asyncio.run(
+        closed_loop(
+            url,
+            PATH if headers is None else "/v1/chat/completions",
+            body,
+            requests=requests,
+            concurrency=concurrency,
+            headers=headers,
+        )
+    )
 
 
 class Run:
@@ -75,8 +83,9 @@ class Run:
     # ── references: the provider alone and each client alone ────────────────────────────────────────────────
     def provider_alone(self) -> None:
         b = self.bench
-        call = sample_call("When and where was the Peace of Westphalia signed?", list(CANDIDATES[: b.candidates]),
-                           "bench-judge")
+        call = sample_call(
+            "When and where was the Peace of Westphalia signed?", list(CANDIDATES[: b.candidates]), "bench-judge"
+        )
         payload = _chat_body(call)
         auth = {"Authorization": "Bearer bench-key"}
         url = self.stack.fake_url
@@ -89,8 +98,12 @@ class Run:
 
     # ── the service ────────────────────────────────────────────────────────────────────────────────────────────
     def fanout(self) -> None:
-        r = _load(self.stack.url, lambda i: listwise_body(f"{self.tag} seq", i, 7 if i % 2 else 1,
-                                                           self.bench.candidates), 2 * self.bench.sequential, 1)
+        r = _load(
+            self.stack.url,
+            lambda i: listwise_body(f"{self.tag} seq", i, 7 if i % 2 else 1, self.bench.candidates),
+            2 * self.bench.sequential,
+            1,
+        )
         k1 = sorted(r.latencies[0::2])
         k7 = sorted(r.latencies[1::2])
         self.out["fanout"] = {"k1_p50_ms": _median(k1) * 1000, "k7_p50_ms": _median(k7) * 1000, "ok": r.ok}
@@ -130,8 +143,9 @@ class Run:
         self.stack.start_echo(json.loads(response))
 
     def echo(self, name: str, requests: int, concurrency: int) -> None:
-        r = asyncio.run(closed_loop(self.stack.echo_url, PATH, self.warm_body, requests=requests,
-                                    concurrency=concurrency))
+        r = asyncio.run(
+            closed_loop(self.stack.echo_url, PATH, self.warm_body, requests=requests, concurrency=concurrency)
+        )
         self.out[name] = _latency(r)
 
 
@@ -162,12 +176,26 @@ async def _fanout_alone(url: str, payload: bytes, auth: dict[str, str], rounds: 
 
 
 def _client_alone(client: str, url: str, bench: HttpBench) -> dict[str, float]:
-    argv = [sys.executable, "-m", "pcfjudge.bench.http_refs", "--url", url, "--client", client,
-            "--calls", str(bench.calls), "--concurrency", str(bench.cold_concurrency * 7),
-            "--question", "When and where was the Peace of Westphalia signed?"]
+    argv = [
+        sys.executable,
+        "-m",
+        "pcfjudge.bench.http_refs",
+        "--url",
+        url,
+        "--client",
+        client,
+        "--calls",
+        str(bench.calls),
+        "--concurrency",
+        str(bench.cold_concurrency * 7),
+        "--question",
+        "When and where was the Peace of Westphalia signed?",
+    ]
     for text in CANDIDATES[: bench.candidates]:
         argv += ["--candidate", text]
-    done = subprocess.run(argv, capture_output=True, text=True, check=True, timeout=3600)
+    done = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=3600)
+    if done.returncode != 0:
+        raise RuntimeError(f"{client} alone failed ({done.returncode}): {done.stderr[-3000:]}")
     result: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
     return result
 
@@ -177,16 +205,23 @@ def _median(data: list[float]) -> float:
 
 
 def _latency(r: LoadResult) -> dict[str, float]:
-    return {"requests": r.count, "ok": r.ok, "requests_per_s": r.rate,
-            "p50_ms": r.percentile_ms(0.5), "p99_ms": r.percentile_ms(0.99)}
+    return {
+        "requests": r.count,
+        "ok": r.ok,
+        "requests_per_s": r.rate,
+        "p50_ms": r.percentile_ms(0.5),
+        "p99_ms": r.percentile_ms(0.99),
+    }
 
 
 def run(bench: HttpBench, work: Path | None = None) -> dict[str, Any]:
     """Every figure of the module docstring, as one JSON-ready dict (see ``http_report`` for the table)."""
     with tempfile.TemporaryDirectory(prefix="pcfjudge-bench-http-") as tmp:
         stack = Stack(work or Path(tmp), bench.latency_ms, bench.backend_concurrency, bench.log_level)
-        out: dict[str, Any] = {"machine": {"cores": os.cpu_count(), "load_average_start": os.getloadavg()},
-                               "config": asdict(bench)}
+        out: dict[str, Any] = {
+            "machine": {"cores": os.cpu_count(), "load_average_start": os.getloadavg()},
+            "config": asdict(bench),
+        }
         try:
             for workers in bench.workers:
                 stack.start(workers)

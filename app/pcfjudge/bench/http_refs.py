@@ -49,15 +49,24 @@ async def _measure(call: Callable[[], Awaitable[object]], calls: int, concurrenc
     for _ in range(WARMUP_CALLS):
         await call()
     gate = asyncio.Semaphore(concurrency)
+    failed = 0
 
     async def one() -> None:
+        nonlocal failed
         async with gate:
-            await call()
+            for attempt in range(3):  # a connection the server closed as we reused it: try again, and count it
+                try:
+                    await call()
+                    return
+                except Exception:
+                    failed += 1
+                    if attempt == 2:
+                        raise
 
     wall, cpu = time.perf_counter(), time.process_time()
     await asyncio.gather(*(one() for _ in range(calls)))
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-    return {"calls": calls, "calls_per_s": calls / wall, "cpu_ms_per_call": cpu / calls * 1000}
+    return {"calls": calls, "calls_per_s": calls / wall, "cpu_ms_per_call": cpu / calls * 1000, "failed": failed}
 
 
 async def measure(client: str, url: str, calls: int, concurrency: int, call: JudgeCall) -> dict[str, float]:

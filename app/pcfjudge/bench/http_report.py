@@ -36,7 +36,8 @@ class Figure:
 
 
 def figures(result: dict[str, Any]) -> list[Figure]:
-    w1 = result["workers_1"]
+    first = result["config"]["workers"][0]
+    w1 = result[f"workers_{first}"]
     fan, cold = w1["fanout"], w1["cold"]
     clients = {name.removeprefix("client_"): v for name, v in w1.items() if name.startswith("client_")}
     fastest = max(clients, key=lambda name: clients[name]["calls_per_s"])
@@ -44,41 +45,129 @@ def figures(result: dict[str, Any]) -> list[Figure]:
     p64, p448 = w1[f"provider_{burst}"], w1[f"provider_{burst * 7}"]
     alone = w1["provider_fanout"]
     out = [
-        Figure("fan-out: K=7 p50 / K=1 p50, one request at a time", fan["k7_p50_ms"] / fan["k1_p50_ms"],
-               "provider alone: 7 calls at once / 1 call", alone["k7_p50_ms"] / alone["k1_p50_ms"], "value", 1.03),
-        Figure(f"calls/s, cold K=7 × {result['config']['cold_concurrency']} concurrent", cold["calls_per_s"],
-               f"fastest client alone ({fastest})", clients[fastest]["calls_per_s"], "ratio", 0.95, at_most=False),
+        Figure(
+            "fan-out: K=7 p50 / K=1 p50, one request at a time",
+            fan["k7_p50_ms"] / fan["k1_p50_ms"],
+            "provider alone: 7 calls at once / 1 call",
+            alone["k7_p50_ms"] / alone["k1_p50_ms"],
+            "value",
+            1.03,
+        ),
+        Figure(
+            f"calls/s, cold K=7 × {result['config']['cold_concurrency']} concurrent",
+            cold["calls_per_s"],
+            f"fastest client alone ({fastest})",
+            clients[fastest]["calls_per_s"],
+            "ratio",
+            0.95,
+            at_most=False,
+        ),
     ]
     out += [
-        Figure("client CPU per backend call", cold["cpu_ms_per_call"], f"{name} alone", v["cpu_ms_per_call"],
-               "value", 1.0, unit="ms")
+        Figure(
+            "client CPU per backend call",
+            cold["cpu_ms_per_call"],
+            f"{name} alone",
+            v["cpu_ms_per_call"],
+            "value",
+            1.0,
+            unit="ms",
+        )
         for name, v in clients.items()
     ]
     out += [
-        Figure(f"{burst} concurrent K=1: p50", w1["burst_k1"]["p50_ms"], f"provider alone, {burst} concurrent",
-               p64["p50_ms"], "diff", 20.0, unit="ms"),
-        Figure(f"{burst} concurrent K=1: p99", w1["burst_k1"]["p99_ms"], f"provider alone, {burst} concurrent",
-               p64["p99_ms"], "ratio", None, unit="ms"),
-        Figure(f"{burst} concurrent K=7: p50", w1["burst_k7"]["p50_ms"], f"provider alone, {burst} concurrent",
-               p64["p50_ms"], "ratio", None, unit="ms"),
-        Figure(f"{burst} concurrent K=7: p99", w1["burst_k7"]["p99_ms"], f"provider alone, {burst} concurrent",
-               p64["p99_ms"], "ratio", 2.0, unit="ms"),
-        Figure(f"{burst} concurrent K=7: p99", w1["burst_k7"]["p99_ms"], f"provider alone, {burst * 7} concurrent",
-               p448["p99_ms"], "ratio", None, unit="ms"),
-        Figure("warm hits: req/s at 32 concurrent", w1["warm_32"]["requests_per_s"], "bare FastAPI echo",
-               w1["echo_32"]["requests_per_s"], "ratio", 0.5, at_most=False),
-        Figure("warm hits: p50 at concurrency 1", w1["warm_1"]["p50_ms"], "bare FastAPI echo",
-               w1["echo_1"]["p50_ms"], "value", 1.0, unit="ms"),
-        Figure(f"RSS after {w1['rss_requests']:,} warm requests", w1["rss_mb_n"], "after 1,000",
-               w1["rss_mb_1k"], "ratio", 1.10, unit="MiB"),
+        Figure(
+            f"{burst} concurrent K=1: p50",
+            w1["burst_k1"]["p50_ms"],
+            f"provider alone, {burst} concurrent",
+            p64["p50_ms"],
+            "diff",
+            20.0,
+            unit="ms",
+        ),
+        Figure(
+            f"{burst} concurrent K=1: p99",
+            w1["burst_k1"]["p99_ms"],
+            f"provider alone, {burst} concurrent",
+            p64["p99_ms"],
+            "ratio",
+            None,
+            unit="ms",
+        ),
+        Figure(
+            f"{burst} concurrent K=7: p50",
+            w1["burst_k7"]["p50_ms"],
+            f"provider alone, {burst} concurrent",
+            p64["p50_ms"],
+            "ratio",
+            None,
+            unit="ms",
+        ),
+        Figure(
+            f"{burst} concurrent K=7: p99",
+            w1["burst_k7"]["p99_ms"],
+            f"provider alone, {burst} concurrent",
+            p64["p99_ms"],
+            "ratio",
+            2.0,
+            unit="ms",
+        ),
+        Figure(
+            f"{burst} concurrent K=7: p99",
+            w1["burst_k7"]["p99_ms"],
+            f"provider alone, {burst * 7} concurrent",
+            p448["p99_ms"],
+            "ratio",
+            None,
+            unit="ms",
+        ),
+        Figure(
+            "warm hits: req/s at 32 concurrent",
+            w1["warm_32"]["requests_per_s"],
+            "bare FastAPI echo",
+            w1["echo_32"]["requests_per_s"],
+            "ratio",
+            0.5,
+            at_most=False,
+        ),
+        Figure(
+            "warm hits: p50 at concurrency 1",
+            w1["warm_1"]["p50_ms"],
+            "bare FastAPI echo",
+            w1["echo_1"]["p50_ms"],
+            "value",
+            1.0,
+            unit="ms",
+        ),
+        Figure(
+            f"RSS after {w1['rss_requests']:,} warm requests",
+            w1["rss_mb_n"],
+            "after 1,000",
+            w1["rss_mb_1k"],
+            "ratio",
+            1.10,
+            unit="MiB",
+        ),
     ]
     for workers in result["config"]["workers"][1:]:
         wn = result[f"workers_{workers}"]
         out += [
-            Figure(f"--workers {workers}: warm req/s at 32 concurrent", wn["warm_32"]["requests_per_s"],
-                   "--workers 1", w1["warm_32"]["requests_per_s"], "ratio", None),
-            Figure(f"--workers {workers}: cold calls/s (K=7)", wn["cold"]["calls_per_s"], "--workers 1",
-                   cold["calls_per_s"], "ratio", None),
+            Figure(
+                f"--workers {workers}: warm req/s at 32 concurrent",
+                wn["warm_32"]["requests_per_s"],
+                f"--workers {first}",
+                w1["warm_32"]["requests_per_s"],
+                "ratio",
+                None,
+            ),
+            Figure(
+                f"--workers {workers}: cold calls/s (K=7)",
+                wn["cold"]["calls_per_s"],
+                f"--workers {first}",
+                cold["calls_per_s"],
+                "ratio",
+                None,
+            ),
         ]
     return out
 
@@ -113,7 +202,10 @@ def format_report(result: dict[str, Any]) -> str:
             f"| {f.name} | {_num(f.service)}{' ' + f.unit if f.unit else ''} | {f.reference_name} | "
             f"{_num(f.reference)} | {f.ratio:.2f} | {_target(f)} | {met} |"
         )
-    cold = result["workers_1"]["cold"]
-    lines += ["", f"provider (fake) CPU per call: {cold['provider_cpu_ms_per_call']:.2f} ms; "
-              f"warm-phase backend calls: {result['workers_1']['warm_32']['backend_calls']}"]
+    w1 = result[f"workers_{c['workers'][0]}"]
+    lines += [
+        "",
+        f"provider (fake) CPU per call: {w1['cold']['provider_cpu_ms_per_call']:.2f} ms; "
+        f"warm-phase backend calls: {w1['warm_32']['backend_calls']}",
+    ]
     return "\n".join(lines)

@@ -80,7 +80,9 @@ class Stack:
     def __init__(self, work: Path, latency_ms: float, backend_concurrency: int, log_level: str) -> None:
         self.work, self.log_level = work, log_level
         self.fake_url = f"http://127.0.0.1:{free_port()}"
-        fake_argv = pcfjudge("fake-provider", "--port", self.fake_url.rsplit(":", 1)[1], "--latency-ms", f"{latency_ms}")
+        fake_argv = pcfjudge(
+            "fake-provider", "--port", self.fake_url.rsplit(":", 1)[1], "--latency-ms", f"{latency_ms}"
+        )
         self.fake = Proc("fake-provider", fake_argv, work / "fake.log", lambda: http_ok(f"{self.fake_url}/healthz"))
         self.env = {
             "OPENAI_API_KEY": "bench-key",
@@ -103,8 +105,13 @@ class Stack:
         self.url = f"http://127.0.0.1:{port}"
         argv = pcfjudge("serve", "--port", str(port), "--workers", str(workers), "--log-level", self.log_level)
         url = self.url
-        self.serve = Proc(f"pcfjudge serve --workers {workers}", argv, self.work / f"serve-{workers}.log",
-                          lambda: http_ok(f"{url}/healthz"), self.env)
+        self.serve = Proc(
+            f"pcfjudge serve --workers {workers}",
+            argv,
+            self.work / f"serve-{workers}.log",
+            lambda: http_ok(f"{url}/healthz"),
+            self.env,
+        )
         self.serve.start()
 
     def start_echo(self, response: dict[str, Any]) -> None:

@@ -32,7 +32,7 @@ class SoakConfig:
     seconds: float = 300.0
     replicas: int = 3
     concurrency: int = 8
-    items: int = 1000
+    items: int = 5000
     k: int = 3
     candidates: int = 4
     latency_ms: float = 50.0
@@ -49,6 +49,7 @@ class Event:
 
     at_s: float
     what: str
+    provider_calls: int
     provider_answers: int
     items_judged: int
 
@@ -128,9 +129,10 @@ class Chaos:
 
     async def log(self, what: str) -> None:
         at = round(time.monotonic() - self.started, 1)
-        answers = sum((await _provider_stats(self.fleet.fake_url))["completions"].values())
+        stats = await _provider_stats(self.fleet.fake_url)
+        calls, answers = sum(stats["calls"].values()), sum(stats["completions"].values())
         items = len({o.item for o in self.tally.outcomes if not o.lost})
-        self.events.append(Event(at, what, answers, items))
+        self.events.append(Event(at, what, calls, answers, items))
 
     async def at(self, share: float) -> None:
         await asyncio.sleep(max(0.0, self.started + share * self.config.seconds - time.monotonic()))
@@ -236,8 +238,11 @@ def format_report(report: SoakReport) -> str:
         f"backend answers per judged item: {s['completions_per_item']} (K={c.k}; {s['distinct_items']} distinct "
         f"items; the service reported {s['reported_backend_calls']} calls and {s['reported_cache_hits']} cache hits)",
         "",
-        "| at s | event | provider answers so far | distinct items judged so far |",
-        "|---:|---|---:|---:|",
-        *(f"| {e.at_s:.1f} | {e.what} | {e.provider_answers} | {e.items_judged} |" for e in report.events),
+        "| at s | event | provider calls so far | provider answers so far | distinct items judged so far |",
+        "|---:|---|---:|---:|---:|",
+        *(
+            f"| {e.at_s:.1f} | {e.what} | {e.provider_calls} | {e.provider_answers} | {e.items_judged} |"
+            for e in report.events
+        ),
     ]
     return "\n".join(lines)

@@ -46,6 +46,16 @@ class Tally:
     outcomes: list[Outcome] = field(default_factory=list)
 
 
+def error_kind(response: httpx.Response) -> str:
+    """The ``error`` of a JSON error body (``rate_limited``, ``overloaded``, …), or ``non_json``."""
+    try:
+        body = response.json()
+    except ValueError:
+        return "non_json"
+    kind = body.get("error") if isinstance(body, dict) else None
+    return str(kind) if kind else "non_json"
+
+
 def retry_after(response: httpx.Response, default: float) -> float:
     value = response.headers.get("retry-after", "")
     try:
@@ -84,7 +94,7 @@ class LoadClient:
                 continue
             failures_in_a_row = 0
             status = response.status_code
-            self.tally.attempts[str(status)] += 1
+            self.tally.attempts[str(status) if status == 200 else f"{status} {error_kind(response)}"] += 1
             if status == 200:
                 return self._record(self._success(item, response, started, attempts, replica))
             if status not in RETRIABLE:

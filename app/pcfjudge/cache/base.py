@@ -10,6 +10,10 @@ from pcfjudge.observe import Observer
 
 CacheValue = dict[str, Any]
 
+PARSED = "_parsed"
+"""A key of in-process cache values only: the answer as the judge decoded it (``runner.CallSpec.decode``), so a hit
+is not validated again. Never serialised: the Redis layer stores the other (JSON) fields."""
+
 
 class Cache(Protocol):
     """A cache of successful backend calls: the in-process LRU, or memory in front of Redis."""

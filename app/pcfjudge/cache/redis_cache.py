@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 
 from redis.exceptions import RedisError
 
-from pcfjudge.cache.base import CacheValue, LayerStats
+from pcfjudge.cache.base import PARSED, CacheValue, LayerStats
 from pcfjudge.cache.breaker import BreakerState, CircuitBreaker
 from pcfjudge.cache.flight import Claim
 from pcfjudge.cache.redis_client import RedisClient, close
@@ -149,7 +149,8 @@ class RedisCache:
         return await self.run(lambda c: c.mget(names))
 
     async def set(self, key: str, value: CacheValue) -> None:
-        blob = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        stored = {name: field for name, field in value.items() if name != PARSED}
+        blob = json.dumps(stored, ensure_ascii=False, separators=(",", ":"))
         try:
             await self.run(lambda c: c.set(key, blob, px=self.ttl_ms))
         except RedisUnavailable:

@@ -16,16 +16,13 @@ With ``group_size`` (= num_generations) a group split across processes is comple
 
 from __future__ import annotations
 
-import asyncio
 import secrets
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-import httpx
-
-from pcfjudge.client.http import RetryPolicy, ServiceError
+from pcfjudge.client.http import RetryPolicy
+from pcfjudge.integrations.batches import Chunk, Result, apost_chunks, chunk_groups, outcomes, post_chunks
 from pcfjudge.integrations.service import (
     DEFAULT_RETRY,
     DEFAULT_TIMEOUT_S,
@@ -38,7 +35,6 @@ from pcfjudge.reward.text import chat_text, content_text
 __all__ = ["PCFJudgeReward", "aclose_clients"]
 
 Rewards = list[float | None]
-Chunk = list[tuple[int, dict[str, Any]]]  # (row index, sample) of one request
 
 
 class PCFJudgeReward:
@@ -71,31 +67,13 @@ class PCFJudgeReward:
 
     def __call__(self, prompts: Sequence[Any], completions: Sequence[Any], **kwargs: Any) -> Rewards:
         chunks = self.chunks(prompts, completions, kwargs)
-        out: Rewards = [None] * len(completions)
-        if chunks:
-            with self.service.client() as client, ThreadPoolExecutor(min(self.max_concurrency, len(chunks))) as pool:
-                for chunk, result in zip(chunks, pool.map(lambda c: self._post(client, c), chunks), strict=True):
-                    _fill(out, chunk, result)
-        _log(kwargs, out)
-        return out
+        return _rewards(kwargs, len(completions), chunks, post_chunks(self.service, chunks, self.max_concurrency))
 
     async def acall(self, prompts: Sequence[Any], completions: Sequence[Any], **kwargs: Any) -> Rewards:
         """The same as calling the instance, as a coroutine (TRL gathers async reward functions on its own loop)."""
         chunks = self.chunks(prompts, completions, kwargs)
-        gate = asyncio.Semaphore(self.max_concurrency)
-
-        async def post(chunk: Chunk) -> Mapping[str, Any] | None:
-            async with gate:
-                try:
-                    return await self.service.apost([sample for _, sample in chunk])
-                except (ServiceError, httpx.HTTPError):
-                    return None
-
-        out: Rewards = [None] * len(completions)
-        for chunk, result in zip(chunks, await asyncio.gather(*(post(c) for c in chunks)), strict=True):
-            _fill(out, chunk, result)
-        _log(kwargs, out)
-        return out
+        results = await apost_chunks(self.service, chunks, self.max_concurrency)
+        return _rewards(kwargs, len(completions), chunks, results)
 
     async def aclose(self) -> None:
         """Close the HTTP clients ``acall`` opened on the running event loop (e.g. when training ends)."""
@@ -115,18 +93,17 @@ class PCFJudgeReward:
                 runs.append([i])
         repeated = Counter(texts[run[0]] for run in runs)
         token = secrets.token_hex(4)  # a prompt repeated in this batch: its runs are separate groups
-        chunks: list[Chunk] = []
+        groups: list[Chunk] = []
         for j, run in enumerate(runs):
-            if j % self.groups_per_request == 0:
-                chunks.append([])
+            groups.append([])
             for i in run:
                 sample: dict[str, Any] = {"prompt": texts[i], "response": _completion(completions[i])}
                 if references[i] is not None:
                     sample["reference"] = references[i]
                 if repeated[texts[i]] > 1:
                     sample["group"] = f"trl-{token}-{j}"
-                chunks[-1].append((i, sample))
-        return chunks
+                groups[-1].append((i, sample))
+        return chunk_groups(groups, self.groups_per_request)
 
     def _references(self, columns: Mapping[str, Any], n: int) -> list[str | None]:
         if self.reference_column is None:
@@ -136,12 +113,6 @@ class PCFJudgeReward:
             raise KeyError(f"reference_column {self.reference_column!r} is not a dataset column; columns: {known}")
         return [reference_text(v) for v in columns[self.reference_column]]
 
-    def _post(self, client: httpx.Client, chunk: Chunk) -> Mapping[str, Any] | None:
-        try:
-            return self.service.post(client, [sample for _, sample in chunk])
-        except (ServiceError, httpx.HTTPError):
-            return None  # after the retries: these samples get no reward (None), never a made-up one
-
 
 def _completion(completion: Any) -> str:
     """A completion as text: a string, or (conversational) the content of its messages."""
@@ -150,14 +121,12 @@ def _completion(completion: Any) -> str:
     return "\n".join(content_text(m.get("content")) for m in completion if isinstance(m, Mapping))
 
 
-def _fill(out: Rewards, chunk: Chunk, result: Mapping[str, Any] | None) -> None:
-    if result is None:
-        return
-    for (i, _), reward in zip(chunk, result["rewards"], strict=True):
-        out[i] = None if reward is None else float(reward)
-
-
-def _log(kwargs: Mapping[str, Any], out: Rewards) -> None:
+def _rewards(kwargs: Mapping[str, Any], n: int, chunks: list[Chunk], results: list[Result]) -> Rewards:
+    """Each row's reward, None where there is none (its group failed, or its request did after the retries)."""
+    out: Rewards = [
+        None if o is None or o["reward"] is None else float(o["reward"]) for o in outcomes(n, chunks, results)
+    ]
     log_metric: Callable[[str, float], None] | None = kwargs.get("log_metric")
     if callable(log_metric) and out:
         log_metric("pcfjudge/no_reward", sum(r is None for r in out) / len(out))
+    return out

@@ -16,7 +16,8 @@ The result is ``{"score": reward, "judge_score", "group_size", "pointwise", "ord
 extra keys). A sample without a reward (its judgment failed after the retries) raises ``RewardUnavailable``, or
 gives NaN everywhere with ``on_error="nan"``: never a made-up 0. ``reward_kwargs``: url, api_key (default PCFJ_URL,
 PCFJ_API_KEY), model, k, reward (consensus|borda|win), group_size, group_wait_ms, timeout_s, retries, prompt_key,
-on_error. ``compute_score_batch`` does the same for verl's ``batch`` reward manager (lists in, one dict each out).
+on_error. ``compute_score_batch`` does the same for verl's ``batch`` reward manager (lists in, one dict each out; the
+batch's groups go in a few requests, ``max_concurrency`` at once).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from typing import Any
 import httpx
 
 from pcfjudge.client.http import ServiceError
+from pcfjudge.integrations.batches import Chunk, chunk_groups, outcomes, post_chunks
 from pcfjudge.integrations.service import RewardService, RewardUnavailable, aclose_clients, reference_text
 
 __all__ = ["RewardUnavailable", "aclose_clients", "compute_score", "compute_score_batch"]
@@ -60,20 +62,20 @@ def compute_score_batch(
     extra_infos: Sequence[Mapping[str, Any] | None],
     **kwargs: Any,
 ) -> list[dict[str, float]]:
-    """Every sample's reward in one request (verl's ``batch`` reward manager); same keywords as ``compute_score``."""
+    """Every sample's reward for verl's ``batch`` reward manager: the batch's groups in a few requests (whole groups,
+    bounded size, ``max_concurrency`` at once, default 4); same keywords as ``compute_score``."""
     service = RewardService.from_kwargs(kwargs)
-    samples = [
-        _sample(source, solution, truth, extra, kwargs)
-        for source, solution, truth, extra in zip(data_sources, solution_strs, ground_truths, extra_infos, strict=True)
+    rows = zip(data_sources, solution_strs, ground_truths, extra_infos, strict=True)
+    groups: dict[str, Chunk] = {}
+    for i, (source, solution, truth, extra) in enumerate(rows):
+        sample = _sample(source, solution, truth, extra, kwargs)
+        groups.setdefault(sample.get("group") or sample["prompt"], []).append((i, sample))
+    chunks = chunk_groups(list(groups.values()))
+    results = post_chunks(service, chunks, int(kwargs.get("max_concurrency") or 4))
+    out = outcomes(len(data_sources), chunks, results)
+    return [
+        _score(o, kwargs) if o is not None else _failed("its request failed after the retries", kwargs) for o in out
     ]
-    if not samples:
-        return []
-    with service.client() as client:
-        try:
-            result = service.post(client, samples)
-        except (ServiceError, httpx.HTTPError) as exc:
-            return [_failed(str(exc), kwargs) for _ in samples]
-    return [_score(out, kwargs) for out in result["samples"]]
 
 
 def _sample(

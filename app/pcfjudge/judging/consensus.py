@@ -17,7 +17,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 
-from pcfjudge.judging.types import RunJudgments
+from pcfjudge.judging.types import CandidateJudgment, RunJudgments
 
 TIE_TOLERANCE = 0.5
 _WEIGHT_KEYS = ("score", "borda", "top_vote", "uncertainty")
@@ -82,7 +82,10 @@ class CandidateConsensus:
 
     def as_dict(self) -> dict[str, float]:
         """The statistics by field name, in declaration order."""
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        return {name: getattr(self, name) for name in _CONSENSUS_FIELDS}
+
+
+_CONSENSUS_FIELDS = tuple(f.name for f in fields(CandidateConsensus))
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,8 +97,13 @@ class Consensus:
 
 def top_set(run: RunJudgments) -> list[str]:
     """Candidates whose score is within 0.5 of the run's top score (the run's T_r), in id order of the run."""
-    best = max(j.score for j in run.judgments.values())
-    return [cid for cid, j in run.judgments.items() if j.score >= best - TIE_TOLERANCE]
+    return list(run.top) if run.top is not None else list(tops_of(run.judgments))
+
+
+def tops_of(judgments: Mapping[str, CandidateJudgment]) -> tuple[str, ...]:
+    """``top_set`` of a run's judgments."""
+    best = max(j.score for j in judgments.values())
+    return tuple(cid for cid, j in judgments.items() if j.score >= best - TIE_TOLERANCE)
 
 
 def within_tolerance_of_max(values: Mapping[str, float]) -> list[str]:
@@ -145,11 +153,15 @@ def aggregate(ids: Sequence[str], executions: Sequence[Sequence[RunJudgments]], 
         raise ValueError("no successful runs to aggregate")
     candidates: dict[str, CandidateConsensus] = {}
     for cid in ids:
-        means = [sum(stats[cid][f] for stats in per_exec) / len(per_exec) for f in range(7)]
+        if len(per_exec) == 1:  # the mean of one value is the value
+            candidates[cid] = CandidateConsensus(*per_exec[0][cid])
+            continue
+        means = [sum(column) / len(per_exec) for column in zip(*(stats[cid] for stats in per_exec), strict=True)]
         candidates[cid] = CandidateConsensus(*means)
     scores = {cid: c.consensus for cid, c in candidates.items()}
     winners = within_tolerance_of_max(scores)
-    ranking = sorted(ids, key=lambda cid: (-scores[cid], list(ids).index(cid)))
+    position = {cid: i for i, cid in enumerate(ids)}
+    ranking = sorted(ids, key=lambda cid: (-scores[cid], position[cid]))
     return Consensus(candidates=candidates, winners=winners, ranking=ranking)
 
 

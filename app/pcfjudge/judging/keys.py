@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Any
 
 from pcfjudge.types import CallKind, DecodingParams
@@ -20,6 +21,11 @@ def cache_key(
     item: str, kind: CallKind, order: Sequence[int], model: str, sample: int, version: str, params: DecodingParams
 ) -> str:
     """One entry per backend call; the item hash is a Redis Cluster hash tag (all of an item's runs in one slot)."""
-    params_digest = hashlib.sha256(params.key().encode()).hexdigest()[:12]
     perm = "-".join(map(str, order))
-    return f"pcfj:{{{item}}}:{kind}:{perm}:{model}:{sample}:{version}:{params_digest}"
+    return f"pcfj:{{{item}}}:{kind}:{perm}:{model}:{sample}:{version}:{_digest(params)}"
+
+
+@lru_cache(maxsize=256)
+def _digest(params: DecodingParams) -> str:
+    """The decoding parameters' part of a key (a service has a handful of distinct ones: hashed once each)."""
+    return hashlib.sha256(params.key().encode()).hexdigest()[:12]

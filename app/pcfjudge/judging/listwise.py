@@ -11,7 +11,7 @@ import math
 from collections import Counter
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, Literal
+from typing import Literal
 
 from pcfjudge.backends.base import JudgeCall
 from pcfjudge.backends.registry import ResolvedModel
@@ -20,10 +20,10 @@ from pcfjudge.judging import consensus as cons
 from pcfjudge.judging import permutations as perms
 from pcfjudge.judging.failures import judging_failed
 from pcfjudge.judging.keys import cache_key, item_hash
-from pcfjudge.judging.parse import load_json_object, parse_listwise
+from pcfjudge.judging.parse import ListwiseAnswer, load_json_object, validate_listwise
 from pcfjudge.judging.prompts import LISTWISE_VERSION, listwise_version, new_nonce, render_listwise
 from pcfjudge.judging.runner import CallOutcome, CallRunner, CallSpec
-from pcfjudge.judging.types import RunRecord
+from pcfjudge.judging.types import RunJudgments, RunRecord
 from pcfjudge.judging.waves import Adaptive, Budget, Waves
 from pcfjudge.types import LABELS, SAMPLE_STRIDE, CacheMode, DecodingParams, Usage
 
@@ -139,13 +139,16 @@ async def judge_listwise(
     deadline: float,
     quorum: float | None = None,
     price: tuple[float, float] | None = None,
+    plan: RunPlan | None = None,
 ) -> ListwiseResult:
     """Judge one item (use ``Judge.listwise``, which supplies the rest); raises ``failures.JudgingFailed`` below quorum
-    and ``waves.BudgetError`` when ``task.budget`` cannot pay for a run (``price``: USD per million tokens in, out)."""
-    plan = plan_runs(task, model.string, params)
+    and ``waves.BudgetError`` when ``task.budget`` cannot pay for a run (``price``: USD per million tokens in, out).
+    ``plan``: ``plan_runs`` of the same task, model and params, when the caller has it already."""
+    plan = plan or plan_runs(task, model.string, params)
     planned = [RunRecord(r.execution, r.index, [task.ids[i] for i in r.order], r.sample) for r in plan.runs]
     specs = _specs(task, plan, model, params)
-    call = specs[0].call
+    # Only a priced call needs the prompt's size (a cost estimate before the first call); rendering one is not free.
+    call = specs[0].call if price is not None else None
     waves = Waves(
         task.ids,
         task.executions,
@@ -154,7 +157,7 @@ async def judge_listwise(
         auto=task.auto,
         budget=task.budget,
         price=price,
-        prompt_chars=len(call.system) + len(call.user),
+        prompt_chars=len(call.system) + len(call.user) if call is not None else 0,
         max_output_tokens=params.max_output_tokens,
     )
     records, outcomes = await _run_waves(task, waves, len(plan.orders), specs, planned, runner, model, deadline)
@@ -197,31 +200,41 @@ def _oracle_index(task: ListwiseTask) -> int | None:
 
 
 def _specs(task: ListwiseTask, plan: RunPlan, model: ResolvedModel, params: DecodingParams) -> list[CallSpec]:
-    """The calls of the plan, each prompt rendered for its displayed order (one framing nonce per request)."""
+    """The calls of the plan, each prompt rendered for its displayed order (one framing nonce per request) when the
+    runner first needs it: a run answered from the cache renders no prompt."""
     nonce = new_nonce()
     oracle = _oracle_index(task)
-    validate = partial(_validate, labels=LABELS[: len(task.ids)])
-    specs = []
-    for run in plan.runs:
-        displayed = tuple(task.texts[i] for i in run.order)
-        prompt = render_listwise(task.question, displayed, nonce, task.reference)
-        call = JudgeCall(
-            kind="listwise",
-            model=model.name,
-            system=prompt.system,
-            prefix=prompt.prefix,
-            body=prompt.body,
-            schema_name=prompt.schema_name,
-            schema=prompt.schema,
-            question=task.question,
-            displayed=displayed,
-            sample=run.sample,
-            params=params,
-            oracle_position=run.order.index(oracle) if oracle is not None else None,
-            reference=task.reference,
+    decode = partial(validate_listwise, labels=tuple(LABELS[: len(task.ids)]))
+    version = listwise_version(task.reference)
+    return [
+        CallSpec(
+            run.key, partial(_call, task, run, nonce, oracle, model.name, params), load_json_object, version, decode
         )
-        specs.append(CallSpec(run.key, call, validate, prompt.version))
-    return specs
+        for run in plan.runs
+    ]
+
+
+def _call(
+    task: ListwiseTask, run: PlannedRun, nonce: str, oracle: int | None, model: str, params: DecodingParams
+) -> JudgeCall:
+    """The backend call of one run: the prompt rendered for its displayed order."""
+    displayed = tuple(task.texts[i] for i in run.order)
+    prompt = render_listwise(task.question, displayed, nonce, task.reference)
+    return JudgeCall(
+        kind="listwise",
+        model=model,
+        system=prompt.system,
+        prefix=prompt.prefix,
+        body=prompt.body,
+        schema_name=prompt.schema_name,
+        schema=prompt.schema,
+        question=task.question,
+        displayed=displayed,
+        sample=run.sample,
+        params=params,
+        oracle_position=run.order.index(oracle) if oracle is not None else None,
+        reference=task.reference,
+    )
 
 
 def _result(
@@ -260,17 +273,15 @@ def _result(
     )
 
 
-def _validate(text: str, *, labels: str) -> dict[str, Any]:
-    data = load_json_object(text)
-    parse_listwise(data, list(labels), list(labels))
-    return data
-
-
 def _fill(record: RunRecord, outcome: CallOutcome, labels: str, ids: list[str]) -> None:
     record.cached, record.latency_ms, record.usage = outcome.cached, outcome.latency_ms, outcome.usage
     if outcome.answer is None:
         record.error = outcome.error_text
         return
-    run = parse_listwise(outcome.answer, list(labels), record.order)
-    # Present judgments in the input order of candidate ids.
-    record.result = type(run)({cid: run.judgments[cid] for cid in ids}, run.rank_source)
+    parsed = outcome.parsed
+    if not isinstance(parsed, ListwiseAnswer):  # a runner that does not decode (e.g. eval's replayed answers)
+        parsed = validate_listwise(outcome.answer, tuple(labels))
+    # Present judgments in the input order of candidate ids (``record.order``: the ids by displayed position).
+    position = {cid: p for p, cid in enumerate(record.order)}
+    judgments = {cid: parsed.judgments[position[cid]] for cid in ids}
+    record.result = RunJudgments(judgments, parsed.rank_source, cons.tops_of(judgments))

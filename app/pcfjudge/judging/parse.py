@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from pcfjudge.judging.consensus import ranks_from_scores
@@ -41,10 +42,32 @@ def _flag(entry: dict[str, Any], name: str, label: str) -> bool:
     return value
 
 
+@dataclass(frozen=True, slots=True)
+class ListwiseAnswer:
+    """A validated listwise answer by displayed position (position ``p`` is label ``labels[p]``), before any ids.
+
+    It depends only on the answer and the labels, so one cache entry's answer is decoded once and kept in this form
+    in process (``runner.PARSED``); each request then only maps positions to its own ids (``for_ids``)."""
+
+    judgments: tuple[CandidateJudgment, ...]
+    rank_source: RankSource
+
+    def for_ids(self, ids: Sequence[str]) -> RunJudgments:
+        """Judgments keyed by ``ids[p]``, the original id of the candidate shown at position ``p``."""
+        return RunJudgments(judgments=dict(zip(ids, self.judgments, strict=True)), rank_source=self.rank_source)
+
+
 def parse_listwise(answer: str | dict[str, Any], labels: Sequence[str], ids: Sequence[str]) -> RunJudgments:
     """Validate a listwise answer for displayed ``labels`` and return judgments keyed by original ``ids``.
 
     ``ids[p]`` is the original id of the candidate shown at position ``p`` (label ``labels[p]``).
+    """
+    return validate_listwise(answer, labels).for_ids(ids)
+
+
+def validate_listwise(answer: str | dict[str, Any], labels: Sequence[str]) -> ListwiseAnswer:
+    """Validate a listwise answer for displayed ``labels``; ``OutputError`` says what is wrong with it.
+
     Every displayed label must be judged exactly once with a score in 0–100. Ranks come from the judge's
     ranking when it is a permutation of the labels, otherwise from the scores (ties share the average rank).
     """
@@ -57,19 +80,21 @@ def parse_listwise(answer: str | dict[str, Any], labels: Sequence[str], ids: Seq
         rank_source: RankSource = "judge"
     else:
         ranks, rank_source = ranks_from_scores(scores), "scores"
-    judgments: dict[str, CandidateJudgment] = {}
-    for label, cid in zip(labels, ids, strict=True):
+    judgments = []
+    for label in labels:
         entry = by_label[label]
         rationale = entry.get("rationale", "")
-        judgments[cid] = CandidateJudgment(
-            score=scores[label],
-            rank=ranks[label],
-            major_error=_flag(entry, "major_error", label),
-            hallucinated_specificity=_flag(entry, "hallucinated_specificity", label),
-            calibrated_uncertainty=_flag(entry, "calibrated_uncertainty", label),
-            rationale=rationale if isinstance(rationale, str) else str(rationale),
+        judgments.append(
+            CandidateJudgment(
+                score=scores[label],
+                rank=ranks[label],
+                major_error=_flag(entry, "major_error", label),
+                hallucinated_specificity=_flag(entry, "hallucinated_specificity", label),
+                calibrated_uncertainty=_flag(entry, "calibrated_uncertainty", label),
+                rationale=rationale if isinstance(rationale, str) else str(rationale),
+            )
         )
-    return RunJudgments(judgments=judgments, rank_source=rank_source)
+    return ListwiseAnswer(tuple(judgments), rank_source)
 
 
 def _entries_by_label(data: dict[str, Any], labels: Sequence[str]) -> dict[str, dict[str, Any]]:

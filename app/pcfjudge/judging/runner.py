@@ -23,26 +23,50 @@ from typing import Any, Protocol
 
 from pcfjudge.backends.base import BackendError, BackendTimeout, JudgeCall, Refused, Truncated
 from pcfjudge.backends.registry import ResolvedModel
+from pcfjudge.cache.base import PARSED, CacheValue
 from pcfjudge.cache.flight import SharedFlight
-from pcfjudge.cache.memory import CacheValue
 from pcfjudge.judging.parse import OutputError
 from pcfjudge.observe import NOOP, Observer
 from pcfjudge.types import CacheMode, Usage
 
 Validator = Callable[[str], dict[str, Any]]
+Decoder = Callable[[dict[str, Any]], Any]
+"""Turns a stored answer into the form its judge works with (e.g. ``parse.validate_listwise``); raises
+``OutputError`` when the answer cannot be used."""
 
 
-@dataclass(frozen=True, slots=True)
 class CallSpec:
-    key: str
-    call: JudgeCall
-    validate: Validator
-    prompt_version: str
+    """One backend call of a request: its cache key, how to check its answer (``validate`` the text, then
+    ``decode`` the JSON, if given) and its prompt. The prompt may be given as a function that renders it: it is
+    then rendered on first use of ``call``, so a request answered from the cache renders none."""
+
+    __slots__ = ("_call", "_render", "decode", "key", "prompt_version", "validate")
+    _call: JudgeCall | None
+    _render: Callable[[], JudgeCall] | None
+
+    def __init__(
+        self,
+        key: str,
+        call: JudgeCall | Callable[[], JudgeCall],
+        validate: Validator,
+        prompt_version: str,
+        decode: Decoder | None = None,
+    ) -> None:
+        self.key, self.validate, self.prompt_version, self.decode = key, validate, prompt_version, decode
+        self._call, self._render = (call, None) if isinstance(call, JudgeCall) else (None, call)
+
+    @property
+    def call(self) -> JudgeCall:
+        if self._call is None:
+            assert self._render is not None
+            self._call, self._render = self._render(), None
+        return self._call
 
 
 @dataclass(slots=True)
 class CallOutcome:
     answer: dict[str, Any] | None = None
+    parsed: Any = None  # the answer as ``CallSpec.decode`` made it (None without a decoder)
     error: str | None = None
     detail: str | None = None
     cached: bool = False
@@ -87,6 +111,8 @@ class Runner:
         observer: Observer = NOOP,
     ) -> None:
         self.cache = cache
+        # checked once: a runtime Protocol isinstance is not cheap
+        self._flight: SharedFlight | None = cache if isinstance(cache, SharedFlight) else None
         self.max_retries = max_retries
         self.retry_base_s = retry_base_s
         self.retry_max_s = retry_max_s
@@ -114,7 +140,7 @@ class Runner:
             hits = await self.cache.get_many([s.key for s in specs])
             for i, hit in enumerate(hits):
                 if hit is not None:
-                    outcomes[i] = CallOutcome(answer=hit["answer"], cached=True)
+                    outcomes[i] = _from_cache(specs[i], hit)
         misses = [i for i, o in enumerate(outcomes) if o is None]
         if not misses:
             return [o for o in outcomes if o is not None]
@@ -166,12 +192,14 @@ class Runner:
         self, spec: CallSpec, model: ResolvedModel, deadline: float, cache_mode: CacheMode
     ) -> CallOutcome:
         """Across replicas (shared cache only): one holder of the key's lock calls; the others take its answer."""
-        if cache_mode == "bypass" or not isinstance(self.cache, SharedFlight):
+        if cache_mode == "bypass" or self._flight is None:
             return await self._call(spec, model, deadline, cache_mode)
         started = time.perf_counter()
-        claim = await self.cache.claim(spec.key, deadline, fresh=cache_mode == "refresh")
-        if claim.value is not None:
-            return CallOutcome(answer=claim.value["answer"], cached=True, latency_ms=_ms(started))
+        claim = await self._flight.claim(spec.key, deadline, fresh=cache_mode == "refresh")
+        stored = _from_cache(spec, claim.value) if claim.value is not None else None
+        if stored is not None:
+            stored.latency_ms = _ms(started)
+            return stored
         try:
             return await self._call(spec, model, deadline, cache_mode)
         finally:
@@ -194,6 +222,7 @@ class Runner:
                         completion = await model.backend.complete(spec.call)
                 usage = usage + completion.usage
                 answer = spec.validate(completion.text)
+                parsed = spec.decode(answer) if spec.decode is not None else None
             except TimeoutError:
                 exc: BackendError | OutputError = BackendTimeout(
                     f"no answer within the request deadline ({remaining:.1f}s, including the wait for a free slot)"
@@ -209,8 +238,10 @@ class Runner:
                         "prompt_version": spec.prompt_version,
                         "model": model.string,
                     }
+                    if parsed is not None:
+                        value[PARSED] = parsed  # kept in process only (the Redis layer stores the JSON fields)
                     await self.cache.set(spec.key, value)
-                return CallOutcome(answer=answer, latency_ms=_ms(started), usage=usage)
+                return CallOutcome(answer=answer, parsed=parsed, latency_ms=_ms(started), usage=usage)
             kind = exc.kind if isinstance(exc, BackendError) else "parse_error"
             self.observer.backend_call(model, kind, time.perf_counter() - call_started, None)
             if isinstance(exc, OutputError | Truncated):
@@ -236,6 +267,19 @@ class Runner:
     async def aclose(self) -> None:
         for task in list(self._inflight.values()):
             task.cancel()
+
+
+def _from_cache(spec: CallSpec, value: CacheValue) -> CallOutcome | None:
+    """A stored answer as an outcome, decoded once per entry: the decoded form is kept in the entry (the in-process
+    cache hands out the same dict on every hit). None when the stored answer cannot be used: the call is made again."""
+    parsed = value.get(PARSED)
+    if parsed is None and spec.decode is not None:
+        try:
+            parsed = spec.decode(value["answer"])
+        except OutputError:
+            return None
+        value[PARSED] = parsed
+    return CallOutcome(answer=value["answer"], parsed=parsed, cached=True)
 
 
 def _ms(started: float) -> float:

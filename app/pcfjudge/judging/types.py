@@ -24,10 +24,12 @@ class CandidateJudgment:
 
 @dataclass(frozen=True, slots=True)
 class RunJudgments:
-    """One successful run, already mapped back to original candidate ids."""
+    """One successful run, already mapped back to original candidate ids; ``top``: its top set when the maker
+    computed it once (``consensus.top_set`` computes it otherwise)."""
 
     judgments: dict[str, CandidateJudgment]
     rank_source: RankSource = "judge"
+    top: tuple[str, ...] | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(slots=True)

@@ -6,8 +6,8 @@ entries of a fixed-K request are the same). Every wave is the next stretch of th
 
 * fixed K, no budget: one wave of every run (the service's behaviour before adaptive K);
 * adaptive K (``"k": "auto"``): first k_min runs per execution, then after each wave ``adaptive.decide`` says
-  whether to stop; if not, the next wave reaches the first point at which a certified stop is possible at all
-  (``adaptive.next_left``), or one run further while a confident stop still is;
+  whether to stop; if not, the next wave reaches the first point at which a stop is possible at all
+  (``adaptive.next_left``: points skipped could not have stopped whatever their runs said);
 * budgets cut a wave to what is left: ``max_calls`` counts backend calls (cache hits are free), ``max_cost_usd``
   prices each call at the dearest call the request has made so far (before the first: the prompt's characters / 4
   input tokens and ``max_output_tokens`` output tokens). When a budget leaves no run for a wave the request stops
@@ -122,7 +122,8 @@ class Waves:
             self.calls += 1
             cost = usd(usage.input_tokens, usage.output_tokens, self.price) if usage and self.price else 0.0
             self.spent += cost
-            self.dearest = max(self.dearest or 0.0, cost)
+            if cost > 0:  # a call that failed before using tokens says nothing about the price of the next
+                self.dearest = max(self.dearest or 0.0, cost)
 
     def progress(self) -> adaptive.Progress:
         """The adaptive state of the runs made so far."""

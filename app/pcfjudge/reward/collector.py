@@ -90,13 +90,19 @@ class LocalCollector:
         for group in self._open.values():
             if group.timer is not None:
                 group.timer.cancel()
-            if not group.done.done():
-                group.done.set_exception(shutting_down())
+            fail(group.done, shutting_down())
         self._open.clear()
         tasks = list(self._tasks)
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def fail(done: asyncio.Future[GroupVerdict], exc: BaseException) -> None:
+    """Fail ``done`` for its waiters; marked retrieved, since every waiter may have gone already."""
+    if not done.done():
+        done.set_exception(exc)
+        done.exception()
 
 
 def shutting_down() -> Refusal:
@@ -108,12 +114,10 @@ async def settle(done: asyncio.Future[GroupVerdict], verdict: Awaitable[GroupVer
     try:
         result = await verdict
     except asyncio.CancelledError:  # only shutdown cancels a judging task: requests wait through a shield
-        if not done.done():
-            done.set_exception(shutting_down())
+        fail(done, shutting_down())
         raise
     except Exception as exc:  # a bug in judging: every waiter sees it (a 500), none hangs
-        if not done.done():
-            done.set_exception(exc)
+        fail(done, exc)
         return
     if not done.done():
         done.set_result(result)
