@@ -46,12 +46,13 @@ async def test_queue_overflow_is_refused_at_once_with_retry_after() -> None:
 
 
 async def test_a_deadline_the_queue_cannot_meet_is_refused_up_front() -> None:
-    settings = Settings(backend_concurrency=1, sim_latency_ms=300, request_timeout_s=1.0)
+    # The simulated judge takes 0.5–1.5 × 400 ms per call: one measured call says at least 0.2 s.
+    settings = Settings(backend_concurrency=1, sim_latency_ms=400, request_timeout_s=1.0)
     async with app_with_services(settings) as (client, _services):
         warm = await client.post("/judge/listwise", json={**item(0, k=1)})
-        assert warm.status_code == 200  # one call measured: about 0.3 s
-        response = await client.post("/judge/listwise", json=item(1, k=5))
-        assert response.status_code == 503, response.text  # 5 calls one at a time ≈ 1.5 s > the 1 s deadline
+        assert warm.status_code == 200
+        response = await client.post("/judge/listwise", json=item(1, k=6))
+        assert response.status_code == 503, response.text  # 6 calls one at a time ≥ 1.2 s > the 1 s deadline
         assert "remaining" in response.json()["detail"]
 
 

@@ -10,13 +10,17 @@ runner owns them), and the same mapping of HTTP errors (``sdkerrors.status_error
 ``error.message``, keys scrubbed).
 
 The pool holds as many connections as the backend's call slots (``PCFJ_BACKEND_CONCURRENCY``), so a call never waits
-for a connection it has a slot for. The session is made on first use, on the running loop.
+for a connection it has a slot for. The session is made on first use, on the running loop. A proxy named by the
+environment (``HTTPS_PROXY`` / ``HTTP_PROXY`` / ``ALL_PROXY``, ``NO_PROXY``) is read once here: aiohttp's own
+``trust_env`` would look it (and ``~/.netrc``) up again on a worker thread for every call.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
+from urllib.parse import urlsplit
+from urllib.request import getproxies, proxy_bypass
 
 import aiohttp
 import orjson
@@ -47,6 +51,7 @@ class ChatWire:
         self.timeout = aiohttp.ClientTimeout(total=None, sock_connect=connect, sock_read=read, connect=pool)
         self.connections = connections
         self.provider, self.key_env, self.secrets, self.public = provider, key_env, secrets, public
+        self.proxy = env_proxy(endpoint)
         self._session: aiohttp.ClientSession | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
@@ -54,16 +59,14 @@ class ChatWire:
         loop = asyncio.get_running_loop()
         if self._session is None or self._session.closed or self._loop is not loop:
             connector = aiohttp.TCPConnector(limit=self.connections, limit_per_host=self.connections)
-            self._session = aiohttp.ClientSession(
-                connector=connector, headers=self.headers, timeout=self.timeout, trust_env=True
-            )
+            self._session = aiohttp.ClientSession(connector=connector, headers=self.headers, timeout=self.timeout)
             self._loop = loop
         return self._session
 
     async def post(self, body: bytes) -> dict[str, object]:
         """POST ``body``; the answer's JSON object, or a typed ``BackendError``."""
         try:
-            async with self._client().post(self.endpoint, data=body) as response:
+            async with self._client().post(self.endpoint, data=body, proxy=self.proxy) as response:
                 raw = await response.read()
                 status, headers = response.status, response.headers
         except TimeoutError:
@@ -94,3 +97,13 @@ class ChatWire:
         if self._session is not None and not self._session.closed:
             await self._session.close()
         self._session = None
+
+
+def env_proxy(url: str) -> str | None:
+    """The proxy the environment names for ``url`` (None: connect directly)."""
+    parts = urlsplit(url)
+    proxies = getproxies()
+    proxy = proxies.get(parts.scheme) or proxies.get("all")
+    if not proxy or proxy_bypass(parts.hostname or ""):
+        return None
+    return proxy

@@ -69,6 +69,18 @@ def _unit(*parts: object) -> random.Random:
     return random.Random(int.from_bytes(digest, "big"))
 
 
+@lru_cache(maxsize=65_536)
+def _uniform(*parts: object) -> float:
+    """``_unit(*parts).random()``, drawn once: item-level draws repeat in every permutation of an item."""
+    return _unit(*parts).random()
+
+
+@lru_cache(maxsize=65_536)
+def _normal(*parts: object) -> float:
+    """``_unit(*parts).gauss(0, 1)``, drawn once (``gauss(0, sd)`` is exactly ``0 + gauss(0, 1) * sd``)."""
+    return _unit(*parts).gauss(0, 1)
+
+
 def _text_id(text: str) -> str:
     return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
 
@@ -126,7 +138,7 @@ class SimJudge:
             bias = p.position_bias * bias_scale * ((n - 1 - pos) / (n - 1) if n > 1 else 0.0)
             value = (
                 quality[pos]
-                + _unit(p.seed, "item", item, tid).gauss(0, p.item_sd)
+                + (0 + _normal(p.seed, "item", item, tid) * p.item_sd)
                 + bias
                 + _unit(p.seed, "order", call.kind, item, order, tid).gauss(0, p.order_sd * order_scale)
                 + _unit(p.seed, "sample", call.kind, item, order, call.sample, tid).gauss(0, p.sample_sd)
@@ -136,7 +148,7 @@ class SimJudge:
 
     def _quality(self, call: JudgeCall, ids: list[str], item: str) -> list[float]:
         if not self.oracle or call.oracle_position is None:
-            spread = [_unit(self.params.seed, "quality", tid).random() for tid in ids]
+            spread = [_uniform(self.params.seed, "quality", tid) for tid in ids]
             if call.reference is None:
                 return [30.0 + 50.0 * u for u in spread]
             agree = [reference_agreement(text, call.reference) for text in call.displayed]
@@ -144,7 +156,7 @@ class SimJudge:
         noise = (self.params.item_sd**2 + self.params.order_sd**2 + self.params.sample_sd**2) ** 0.5
         gap = oracle_gap(self.params.target_accuracy, noise, self.params.position_bias)
         return [
-            70.0 if pos == call.oracle_position else 70.0 - gap - 15.0 * _unit(item, "spread", tid).random()
+            70.0 if pos == call.oracle_position else 70.0 - gap - 15.0 * _uniform(item, "spread", tid)
             for pos, tid in enumerate(ids)
         ]
 
@@ -174,7 +186,7 @@ class SimJudge:
                     "score": score,
                     "rationale": f"Simulated judgment (latent quality plus order effects): {score:.0f}/100.",
                     "major_error": score < 35,
-                    "hallucinated_specificity": score < 60 and _unit(text, "halluc").random() < 0.3,
+                    "hallucinated_specificity": score < 60 and _uniform(text, "halluc") < 0.3,
                     "calibrated_uncertainty": bool(_HEDGES.search(text)),
                 }
             )

@@ -8,6 +8,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
+
 from pcfjudge.judging.consensus import ranks_from_scores
 from pcfjudge.judging.types import CandidateJudgment, RankSource, RunJudgments
 
@@ -27,7 +29,11 @@ def load_json_object(text: str) -> dict[str, Any]:
     if stripped.startswith("```"):
         stripped = stripped.strip("`").removeprefix("json").strip()
     try:
-        data = json.loads(stripped)
+        data = orjson.loads(stripped)  # several times faster; what it refuses, json decides (and words the error)
+    except orjson.JSONDecodeError:
+        data = None
+    try:
+        data = json.loads(stripped) if data is None else data
     except json.JSONDecodeError as exc:
         raise OutputError("invalid_json", f"answer is not valid JSON ({exc.msg} at char {exc.pos})") from None
     if not isinstance(data, dict):

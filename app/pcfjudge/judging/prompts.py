@@ -16,6 +16,7 @@ import re
 import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from pcfjudge.types import LABELS
@@ -169,6 +170,17 @@ def listwise_version(reference: str | None) -> str:
     return LISTWISE_VERSION if reference is None else LISTWISE_REF_VERSION
 
 
+@lru_cache(maxsize=1024)
+def _listwise_head(question: str, nonce: str, reference: str | None) -> tuple[str, str]:
+    """System text and prefix: the same for every permutation of a request (one nonce), so rendered once for all."""
+    if reference is None:
+        return _LISTWISE_SYSTEM, _LISTWISE_INSTRUCTIONS.format(nonce=nonce, question=block("QUESTION", question, nonce))
+    prefix = _LISTWISE_REF_INSTRUCTIONS.format(
+        nonce=nonce, question=block("QUESTION", question, nonce), reference=block("REFERENCE", reference, nonce)
+    )
+    return _LISTWISE_REF_SYSTEM, prefix
+
+
 def render_listwise(question: str, displayed: Sequence[str], nonce: str, reference: str | None = None) -> Prompt:
     """The factuality-first listwise prompt for candidates in displayed order (labels A, B, …).
 
@@ -176,14 +188,7 @@ def render_listwise(question: str, displayed: Sequence[str], nonce: str, referen
     shared prefix and the judge grades every candidate against it; the answer schema is the same.
     """
     labels = LABELS[: len(displayed)]
-    if reference is None:
-        prefix = _LISTWISE_INSTRUCTIONS.format(nonce=nonce, question=block("QUESTION", question, nonce))
-        system = _LISTWISE_SYSTEM
-    else:
-        prefix = _LISTWISE_REF_INSTRUCTIONS.format(
-            nonce=nonce, question=block("QUESTION", question, nonce), reference=block("REFERENCE", reference, nonce)
-        )
-        system = _LISTWISE_REF_SYSTEM
+    system, prefix = _listwise_head(question, nonce, reference)
     body = "\n\n".join(block(f"CANDIDATE {label}", text, nonce) for label, text in zip(labels, displayed, strict=True))
     return Prompt(
         version=listwise_version(reference),

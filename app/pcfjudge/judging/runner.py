@@ -149,7 +149,8 @@ class Runner:
         model.limit.reserve(len(new_keys), deadline - loop.time())
         pending = {i: self._join(specs[i], model, deadline, cache_mode) for i in misses}
         try:
-            await asyncio.wait([asyncio.shield(t) for t in pending.values()], timeout=max(0.0, deadline - loop.time()))
+            # asyncio.wait never cancels what it waits for: a shared call outlives this request's deadline or exit
+            await asyncio.wait(pending.values(), timeout=max(0.0, deadline - loop.time()))
         finally:
             for task in pending.values():
                 self._leave(task)
