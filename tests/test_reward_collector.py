@@ -141,3 +141,9 @@ async def test_samples_of_different_api_keys_never_share_a_group() -> None:
     assert [r.status_code for r in replies] == [200, 200], [r.text for r in replies]
     assert [r.json()["samples"][0]["group_size"] for r in replies] == [1, 1]
     assert services.rewards.local.closed == {"timeout": 2}
+
+
+async def test_the_operators_cap_bounds_how_long_a_request_is_held() -> None:
+    async with app_with_services(Settings(default_k=3, reward_max_wait_ms=100)) as (client, services):
+        alone = await one(client, PROMPT, RESPONSES[0], group_size=4, group_wait_ms=600_000)
+    assert alone["group_size"] == 1 and services.rewards.local.closed == {"timeout": 1}

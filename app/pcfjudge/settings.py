@@ -111,6 +111,9 @@ class Settings(BaseSettings):
     reward_group_wait_ms: int = Field(
         30_000, ge=0, le=600_000, description="Longest a reward group waits for its members; then judged as it is."
     )
+    reward_max_wait_ms: int = Field(
+        600_000, ge=0, le=600_000, description="Cap on any request's group_wait_ms: the longest a request is held."
+    )
 
     # Process (`pcfjudge serve`)
     workers: int = Field(1, ge=1, le=128, description="Worker processes: the default of `pcfjudge serve --workers`.")

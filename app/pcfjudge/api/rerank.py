@@ -30,6 +30,7 @@ from pcfjudge.api.rerank_schemas import (
     TeiRerankRequest,
 )
 from pcfjudge.api.schemas import ErrorResponse
+from pcfjudge.refusal import Refusal
 
 TEI_STATUS: dict[int, tuple[int, str]] = {
     400: (400, "Empty"),
@@ -84,6 +85,9 @@ class TeiRoute(APIRoute):
             except ApiError as exc:
                 status, kind = TEI_STATUS.get(exc.status, (exc.status, "Validation"))
                 return tei_error(status, kind, exc.detail, exc.headers)
+            except Refusal as exc:  # a cap, the allowlist, a quota or admission control declined
+                status, kind = TEI_STATUS.get(exc.status, (exc.status, "Validation"))
+                return tei_error(status, kind, exc.detail, exc.headers())
 
         return tei_handler
 

@@ -92,6 +92,7 @@ def plan(services: Services, options: RewardOptions, items: Sequence[Item], fiel
         raise client_error("group_size", f"at most {s.max_candidates} (PCFJ_MAX_CANDIDATES); got {size}")
     model = resolve_model(services, options.model, None).string
     wait_ms = options.group_wait_ms if options.group_wait_ms is not None else s.reward_group_wait_ms
+    wait_ms = min(wait_ms, s.reward_max_wait_ms)  # the operator's cap on how long a request is held
     k, tenant = options.k or s.default_k, context.key_name()
     index: dict[tuple[str, str, str | None] | str, int] = {}
     groups: list[GroupRequest] = []

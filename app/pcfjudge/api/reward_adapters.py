@@ -36,7 +36,7 @@ from pcfjudge.types import MAX_K
 router = APIRouter()
 
 
-def query_options(
+async def query_options(  # async: FastAPI runs a plain def dependency on its thread pool, a hop per request
     model: Annotated[str | None, Query(description="provider:model")] = None,
     k: Annotated[int | None, Query(ge=1, le=MAX_K, description="permutations per group")] = None,
     reward: Annotated[RewardMode, Query(description="consensus, borda or win")] = "consensus",

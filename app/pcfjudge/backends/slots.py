@@ -18,8 +18,6 @@ from __future__ import annotations
 import asyncio
 import math
 import time
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 
 from pcfjudge.refusal import Refusal
 
@@ -69,12 +67,28 @@ class Slots:
     def _drain_s(self) -> float:
         return max(1.0, self.expected_s(0) or 1.0)
 
-    @asynccontextmanager
-    async def slot(self) -> AsyncIterator[None]:
-        """Hold one of the ``size`` slots for a call; a call that ends normally updates the latency mean."""
-        async with self._semaphore:
-            started = time.perf_counter()
-            yield
-            seconds = time.perf_counter() - started
-            previous = self.latency_s
-            self.latency_s = seconds if previous is None else previous + EWMA_WEIGHT * (seconds - previous)
+    def slot(self) -> _Slot:
+        """Hold one of the ``size`` slots for a call (``async with``); a call that ends normally updates the latency
+        mean. A plain class rather than ``@asynccontextmanager``: this runs for every backend call."""
+        return _Slot(self)
+
+    def _measured(self, seconds: float) -> None:
+        previous = self.latency_s
+        self.latency_s = seconds if previous is None else previous + EWMA_WEIGHT * (seconds - previous)
+
+
+class _Slot:
+    __slots__ = ("_slots", "_started")
+
+    def __init__(self, slots: Slots) -> None:
+        self._slots = slots
+        self._started = 0.0
+
+    async def __aenter__(self) -> None:
+        await self._slots._semaphore.acquire()
+        self._started = time.perf_counter()
+
+    async def __aexit__(self, kind: type[BaseException] | None, *_: object) -> None:
+        self._slots._semaphore.release()
+        if kind is None:
+            self._slots._measured(time.perf_counter() - self._started)
