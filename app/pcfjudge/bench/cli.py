@@ -114,7 +114,7 @@ def _overload(args: argparse.Namespace) -> int:
 
     from pcfjudge.bench.overload_bench import OverloadBench, format_report, run
 
-    bench = OverloadBench(args.requests, args.k, args.latency_ms, args.leavers, args.leave_after)
+    bench = OverloadBench(args.requests, args.k, args.latency_ms, args.leavers, args.leave_after, args.max_pending)
     result = run(bench)
     print(json.dumps(result, indent=2) if args.json else format_report(result))
     return 0
@@ -132,6 +132,7 @@ def _add_overload(kinds: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     overload.add_argument("--latency-ms", type=float, default=2000.0, help="provider latency per call (default 2000)")
     overload.add_argument("--leavers", type=int, default=48, help="clients that give up (default 48)")
     overload.add_argument("--leave-after", type=float, default=2.0, help="when they give up, seconds (default 2)")
+    overload.add_argument("--max-pending", type=int, default=None, help="the server's PCFJ_MAX_PENDING_REQUESTS")
     overload.add_argument("--json", action="store_true", help="print JSON")
     overload.set_defaults(func=_overload)
 

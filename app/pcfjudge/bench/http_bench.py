@@ -20,8 +20,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import subprocess
-import sys
 import tempfile
 import time
 import uuid
@@ -29,11 +27,13 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from pcfjudge.bench.http_load import Connection, LoadResult, closed_loop
-from pcfjudge.bench.http_refs import CLIENTS, sample_call
+from pcfjudge.backends.base import JudgeCall
+from pcfjudge.bench.http_load import Body, Connection, LoadResult, closed_loop
+from pcfjudge.bench.http_refs import CLIENTS, run_alone, sample_call
 from pcfjudge.bench.http_stack import CANDIDATES, Stack, cpu_s, listwise_body, rss_mb
 
 PATH = "/judge/listwise"
+CHAT = "/v1/chat/completions"
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,26 +55,21 @@ class HttpBench:
     log_level: str = "warning"
 
 
-def _load(url: str, body: Any, requests: int, concurrency: int, headers: dict[str, str] | None = None) -> LoadResult:
-    return asyncio.run(
-        closed_loop(
-            url,
-            PATH if headers is None else "/v1/chat/completions",
-            body,
-            requests=requests,
-            concurrency=concurrency,
-            headers=headers,
-        )
-    )
+def _load(url: str, body: Body, requests: int, concurrency: int, path: str = PATH) -> LoadResult:
+    """A closed-loop phase against ``url``: the service's route by default, the provider's with ``CHAT``."""
+    headers = {"Authorization": "Bearer bench-key"} if path == CHAT else None
+    return asyncio.run(closed_loop(url, path, body, requests=requests, concurrency=concurrency, headers=headers))
 
 
 class Run:
+    """The measurements (``out``) of one ``pcfjudge serve`` of the stack; each method is one phase."""
+
     def __init__(self, bench: HttpBench, stack: Stack) -> None:
         self.bench, self.stack = bench, stack
         self.tag = uuid.uuid4().hex[:8]
         self.out: dict[str, Any] = {}
 
-    def body(self, phase: str, k: int) -> Any:
+    def body(self, phase: str, k: int) -> Body:
         return lambda i: listwise_body(f"{self.tag} {phase}", i, k, self.bench.candidates)
 
     def warm_body(self, i: int) -> bytes:
@@ -87,14 +82,15 @@ class Run:
             "When and where was the Peace of Westphalia signed?", list(CANDIDATES[: b.candidates]), "bench-judge"
         )
         payload = _chat_body(call)
-        auth = {"Authorization": "Bearer bench-key"}
         url = self.stack.fake_url
         for n in (b.burst, b.burst * 7):
-            r = _load(url, lambda _i: payload, max(b.burst_requests, 2 * n), n, auth)
+            r = _load(url, lambda _i: payload, max(b.burst_requests, 2 * n), n, CHAT)
             self.out[f"provider_{n}"] = _latency(r)
-        self.out["provider_fanout"] = asyncio.run(_fanout_alone(url, payload, auth, b.sequential))
+        self.out["provider_fanout"] = asyncio.run(_fanout_alone(url, payload, b.sequential))
         for client in CLIENTS:
-            self.out[f"client_{client}"] = _client_alone(client, f"{url}/v1", b)
+            self.out[f"client_{client}"] = run_alone(
+                client, f"{url}/v1", b.calls, b.cold_concurrency * 7, CANDIDATES[: b.candidates]
+            )
 
     # ── the service ────────────────────────────────────────────────────────────────────────────────────────────
     def fanout(self) -> None:
@@ -149,7 +145,7 @@ class Run:
         self.out[name] = _latency(r)
 
 
-def _chat_body(call: Any) -> bytes:
+def _chat_body(call: JudgeCall) -> bytes:
     """The Chat Completions body the service's OpenAI backend sends for ``call``."""
     from pcfjudge.backends.openai_backend import build_openai
     from pcfjudge.settings import Settings
@@ -159,45 +155,20 @@ def _chat_body(call: Any) -> bytes:
     return json.dumps(backend.request(call)).encode()
 
 
-async def _fanout_alone(url: str, payload: bytes, auth: dict[str, str], rounds: int) -> dict[str, float]:
+async def _fanout_alone(url: str, payload: bytes, rounds: int) -> dict[str, float]:
     """The provider alone: one call vs 7 calls at once, each round on fresh keep-alive connections (p50 ms)."""
     single, seven = [], []
-    connections = [Connection(url, auth) for _ in range(7)]
+    connections = [Connection(url, {"Authorization": "Bearer bench-key"}) for _ in range(7)]
     for _ in range(rounds):
         started = time.perf_counter()
-        await connections[0].post("/v1/chat/completions", payload)
+        await connections[0].post(CHAT, payload)
         single.append(time.perf_counter() - started)
         started = time.perf_counter()
-        await asyncio.gather(*(c.post("/v1/chat/completions", payload) for c in connections))
+        await asyncio.gather(*(c.post(CHAT, payload) for c in connections))
         seven.append(time.perf_counter() - started)
     for c in connections:
         await c.close()
     return {"k1_p50_ms": _median(sorted(single)) * 1000, "k7_p50_ms": _median(sorted(seven)) * 1000}
-
-
-def _client_alone(client: str, url: str, bench: HttpBench) -> dict[str, float]:
-    argv = [
-        sys.executable,
-        "-m",
-        "pcfjudge.bench.http_refs",
-        "--url",
-        url,
-        "--client",
-        client,
-        "--calls",
-        str(bench.calls),
-        "--concurrency",
-        str(bench.cold_concurrency * 7),
-        "--question",
-        "When and where was the Peace of Westphalia signed?",
-    ]
-    for text in CANDIDATES[: bench.candidates]:
-        argv += ["--candidate", text]
-    done = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=3600)
-    if done.returncode != 0:
-        raise RuntimeError(f"{client} alone failed ({done.returncode}): {done.stderr[-3000:]}")
-    result: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
-    return result
 
 
 def _median(data: list[float]) -> float:

@@ -15,8 +15,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import subprocess
+import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from pcfjudge.backends.base import JudgeCall
@@ -91,6 +93,19 @@ async def measure(client: str, url: str, calls: int, concurrency: int, call: Jud
         return await _measure(lambda: sdk.chat.completions.create(**params), calls, concurrency)
     finally:
         await sdk.close()
+
+
+def run_alone(client: str, url: str, calls: int, concurrency: int, candidates: Sequence[str]) -> dict[str, float]:
+    """``client`` alone in a process of its own (this module's ``main``): its calls per second and CPU per call."""
+    argv = [sys.executable, "-m", "pcfjudge.bench.http_refs", "--url", url, "--client", client, "--calls", str(calls)]
+    argv += ["--concurrency", str(concurrency), "--question", "When and where was the Peace of Westphalia signed?"]
+    for text in candidates:
+        argv += ["--candidate", text]
+    done = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=3600)
+    if done.returncode != 0:
+        raise RuntimeError(f"{client} alone failed ({done.returncode}): {done.stderr[-3000:]}")
+    result: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
 
 
 def run_loop(main: Awaitable[dict[str, float]]) -> dict[str, float]:

@@ -32,6 +32,7 @@ class OverloadBench:
     latency_ms: float = 2000.0
     leavers: int = 48
     leave_after_s: float = 2.0
+    max_pending: int | None = None  # PCFJ_MAX_PENDING_REQUESTS for the server (None: its default)
 
 
 def _item(i: int, k: int) -> dict[str, Any]:
@@ -55,6 +56,7 @@ async def _flood(url: str, bench: OverloadBench) -> dict[str, Any]:
         "judged": len(judged),
         "refused_503": len(refused),
         "other": len(results) - len(judged) - len(refused),
+        "refusal_p50_s": round(statistics.median(refused), 3) if refused else None,
         "slowest_refusal_s": round(max(refused), 3) if refused else None,
         "judged_p50_s": round(statistics.median(judged), 3) if judged else None,
         "judged_p99_s": round(judged[min(len(judged) - 1, int(len(judged) * 0.99))], 3) if judged else None,
@@ -99,6 +101,8 @@ def run(bench: OverloadBench) -> dict[str, Any]:
             "PCFJ_OPENAI_BASE_URL": f"{fake_url}/v1",
             "PCFJ_DEFAULT_MODEL": "openai:bench-judge",
         }
+        if bench.max_pending is not None:
+            env["PCFJ_MAX_PENDING_REQUESTS"] = str(bench.max_pending)
         serve_argv = pcfjudge("serve", "--port", str(port), "--log-level", "warning")
         serve = Proc("pcfjudge serve", serve_argv, work / "serve.log", lambda: http_ok(f"{url}/healthz"), env)
         fake.start()
@@ -119,9 +123,11 @@ def vars_of(bench: OverloadBench) -> dict[str, Any]:
 def format_report(result: dict[str, Any]) -> str:
     flood, walk = result["flood"], result["walk_away"]
     lines = [
-        f"flood: {result['requests']} concurrent K={result['k']} requests, provider latency {result['latency_ms']:g} ms",
+        f"flood: {result['requests']} concurrent K={result['k']} requests, provider latency {result['latency_ms']:g} ms, "
+        f"PCFJ_MAX_PENDING_REQUESTS={result['max_pending'] or 'default'}",
         f"  judged (200)            {flood['judged']}",
-        f"  refused (503)           {flood['refused_503']}  slowest refusal {flood['slowest_refusal_s']} s",
+        f"  refused (503)           {flood['refused_503']}  p50 {flood['refusal_p50_s']} s, "
+        f"slowest {flood['slowest_refusal_s']} s",
         f"  other statuses          {flood['other']}",
         f"  judged p50 / p99        {flood['judged_p50_s']} s / {flood['judged_p99_s']} s",
         f"walk-away: {result['leavers']} clients give up after {result['leave_after_s']:g} s",

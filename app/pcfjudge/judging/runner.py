@@ -16,70 +16,20 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from functools import partial
-from typing import Any, Protocol
+from typing import Protocol
 
-from pcfjudge.backends.base import BackendError, BackendTimeout, JudgeCall, Refused, Truncated
+from pcfjudge.backends.base import BackendError, BackendTimeout, Refused, Truncated
 from pcfjudge.backends.registry import ResolvedModel
 from pcfjudge.cache.base import PARSED, CacheValue
 from pcfjudge.cache.flight import SharedFlight
+from pcfjudge.judging.calls import CallOutcome as CallOutcome  # re-exported: the judges and eval import them here
+from pcfjudge.judging.calls import CallSpec as CallSpec
+from pcfjudge.judging.calls import from_cache
 from pcfjudge.judging.parse import OutputError
 from pcfjudge.observe import NOOP, Observer
 from pcfjudge.types import CacheMode, Usage
-
-Validator = Callable[[str], dict[str, Any]]
-Decoder = Callable[[dict[str, Any]], Any]
-"""Turns a stored answer into the form its judge works with (e.g. ``parse.validate_listwise``); raises
-``OutputError`` when the answer cannot be used."""
-
-
-class CallSpec:
-    """One backend call of a request: its cache key, how to check its answer (``validate`` the text, then
-    ``decode`` the JSON, if given) and its prompt. The prompt may be given as a function that renders it: it is
-    then rendered on first use of ``call``, so a request answered from the cache renders none."""
-
-    __slots__ = ("_call", "_render", "decode", "key", "prompt_version", "validate")
-    _call: JudgeCall | None
-    _render: Callable[[], JudgeCall] | None
-
-    def __init__(
-        self,
-        key: str,
-        call: JudgeCall | Callable[[], JudgeCall],
-        validate: Validator,
-        prompt_version: str,
-        decode: Decoder | None = None,
-    ) -> None:
-        self.key, self.validate, self.prompt_version, self.decode = key, validate, prompt_version, decode
-        self._call, self._render = (call, None) if isinstance(call, JudgeCall) else (None, call)
-
-    @property
-    def call(self) -> JudgeCall:
-        if self._call is None:
-            assert self._render is not None
-            self._call, self._render = self._render(), None
-        return self._call
-
-
-@dataclass(slots=True)
-class CallOutcome:
-    answer: dict[str, Any] | None = None
-    parsed: Any = None  # the answer as ``CallSpec.decode`` made it (None without a decoder)
-    error: str | None = None
-    detail: str | None = None
-    cached: bool = False
-    latency_ms: float = 0.0
-    usage: Usage = field(default_factory=Usage)
-    retry_after: float | None = None
-    status: int | None = None  # HTTP status the failure maps to (502/503/504)
-
-    @property
-    def error_text(self) -> str:
-        """The run error as recorded in responses and logs: ``kind: detail``."""
-        kind = self.error or "error"
-        return f"{kind}: {self.detail}" if self.detail else kind
 
 
 class CallCache(Protocol):
@@ -140,7 +90,7 @@ class Runner:
             hits = await self.cache.get_many([s.key for s in specs])
             for i, hit in enumerate(hits):
                 if hit is not None:
-                    outcomes[i] = _from_cache(specs[i], hit)
+                    outcomes[i] = from_cache(specs[i], hit)
         misses = [i for i, o in enumerate(outcomes) if o is None]
         if not misses:
             return [o for o in outcomes if o is not None]
@@ -197,7 +147,7 @@ class Runner:
             return await self._call(spec, model, deadline, cache_mode)
         started = time.perf_counter()
         claim = await self._flight.claim(spec.key, deadline, fresh=cache_mode == "refresh")
-        stored = _from_cache(spec, claim.value) if claim.value is not None else None
+        stored = from_cache(spec, claim.value) if claim.value is not None else None
         if stored is not None:
             stored.latency_ms = _ms(started)
             return stored
@@ -268,19 +218,6 @@ class Runner:
     async def aclose(self) -> None:
         for task in list(self._inflight.values()):
             task.cancel()
-
-
-def _from_cache(spec: CallSpec, value: CacheValue) -> CallOutcome | None:
-    """A stored answer as an outcome, decoded once per entry: the decoded form is kept in the entry (the in-process
-    cache hands out the same dict on every hit). None when the stored answer cannot be used: the call is made again."""
-    parsed = value.get(PARSED)
-    if parsed is None and spec.decode is not None:
-        try:
-            parsed = spec.decode(value["answer"])
-        except OutputError:
-            return None
-        value[PARSED] = parsed
-    return CallOutcome(answer=value["answer"], parsed=parsed, cached=True)
 
 
 def _ms(started: float) -> float:
