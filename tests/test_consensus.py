@@ -96,7 +96,9 @@ weights = st.tuples(*[st.floats(0, 1) for _ in range(4)]).filter(lambda w: sum(w
 @given(weights)
 def test_normalised_weights_sum_to_one(raw: tuple[float, float, float, float]) -> None:
     total = sum(raw)
-    w = cons.resolve_weights(dict(zip(("score", "borda", "top_vote", "uncertainty"), (x / total for x in raw), strict=False)))
+    w = cons.resolve_weights(
+        dict(zip(("score", "borda", "top_vote", "uncertainty"), (x / total for x in raw), strict=False))
+    )
     assert math.isclose(sum(w.as_dict().values()), 1.0, abs_tol=1e-6)
 
 
