@@ -38,6 +38,9 @@ class Collector(Protocol):
     async def aclose(self) -> None: ...
 
 
+RENDEZVOUS_TIMEOUT_S = 1.0
+
+
 class Rewards:
     """Judges reward groups through ``judge`` (the service's one judging path), collecting incomplete ones."""
 
@@ -52,14 +55,23 @@ class Rewards:
         from pcfjudge.cache.redis_client import connect
         from pcfjudge.reward.rendezvous import RedisRendezvous
 
+        # A group's members wait seconds for each other, so a Redis stall of a few hundred ms must not split the
+        # group (as it would with the cache's 0.25 s timeouts, which only cost a miss); Redis down still falls back
+        # to grouping in process, after at most these timeouts.
+        read_s = max(RENDEZVOUS_TIMEOUT_S, settings.redis_timeout_s)
+        connect_s = max(RENDEZVOUS_TIMEOUT_S, settings.redis_connect_timeout_s)
         client = connect(
-            settings.redis_url, timeout_s=settings.redis_timeout_s, connect_timeout_s=settings.redis_connect_timeout_s
+            settings.redis_url,
+            timeout_s=read_s,
+            connect_timeout_s=connect_s,
+            max_connections=settings.redis_max_connections,
+            pool_timeout_s=settings.redis_pool_timeout_s,
         )
         shared = RedisRendezvous(
             client,
             local,
             judge_timeout_s=judge.timeout_s,
-            op_timeout_s=settings.redis_timeout_s + settings.redis_connect_timeout_s,
+            op_timeout_s=read_s + connect_s,
             breaker_failures=settings.redis_breaker_failures,
             breaker_cooldown_s=settings.redis_breaker_cooldown_s,
         )
