@@ -203,3 +203,18 @@ async def test_past_the_pending_limit_a_request_is_refused_at_the_door() -> None
         refused = next(r for r in responses if r.status_code == 503)
         assert "PCFJ_MAX_PENDING_REQUESTS" in refused.json()["detail"] and refused.headers["retry-after"] == "1"
         assert (await client.get("/healthz")).status_code == 200  # GETs are never held at the door
+
+
+def test_an_idle_backend_admits_a_request_larger_than_its_queue() -> None:
+    from pcfjudge.backends.slots import Slots
+    from pcfjudge.refusal import Refusal
+
+    slots = Slots(size=2, max_queued=0)
+    slots.reserve(21, remaining_s=1.0)  # nothing ahead (and no latency measured yet): admitted
+    assert slots.reserved == 21
+    with pytest.raises(Refusal) as refused:
+        slots.reserve(1, remaining_s=1.0)  # now something is ahead: the queue is full
+    assert refused.value.status == 503 and refused.value.retry_after is not None
+    slots.release(21)
+    slots.reserve(3, remaining_s=1.0)
+    assert slots.reserved == 3

@@ -9,6 +9,9 @@
   after about ``ceil((c + n) / size)`` rounds of the typical call latency (an exponentially weighted mean of the
   calls measured here), and that is more than the time the request has left.
 
+An idle backend admits a request larger than its queue (nothing ahead could drain, so retrying could never cure
+that refusal); the deadline check still applies.
+
 Waiting for a slot happens inside the request's deadline (``async with slots`` is entered under the call's
 timeout by the runner), and a call cancelled while it waits gives its place up.
 """
@@ -35,7 +38,8 @@ class Slots:
         """Admit ``n`` new calls (``release(n)`` when they end) or raise a 503 ``Refusal`` naming why."""
         if n <= 0:
             return
-        if self.reserved + n > self.size + self.max_queued:
+        # With nothing ahead, an overflow could never be cured by retrying: only the deadline can refuse then.
+        if self.reserved > 0 and self.reserved + n > self.size + self.max_queued:
             waiting = max(0, self.reserved - self.size)
             raise Refusal(
                 503,
