@@ -7,6 +7,9 @@
 ``/_control/faults`` takes ``{"faults": ["429", {"fault": "truncated", "times": 2}, …], "always": "500" | null,
 "fail_rate": 0.3, "slow_seconds": 5, "retry_after": 1, "latency_ms": 0, "expect_key": "…"}`` (all optional; a given
 ``faults`` list replaces the queue). See ``state`` for how faults are consumed.
+
+Batch endpoints (OpenAI ``/v1/files`` + ``/v1/batches``, Anthropic ``/v1/messages/batches``) and their knobs
+(``/_control/batches``) are described in ``batch_state``.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from starlette.routing import Route
 
 from pcfjudge.fakeprovider import task
 from pcfjudge.fakeprovider.anthropic_wire import AnthropicWire
+from pcfjudge.fakeprovider.batch_state import batch_routes
 from pcfjudge.fakeprovider.openai_wire import OpenAIWire
 from pcfjudge.fakeprovider.state import HTTP_FAULTS, FakeConfig, FakeState, Fault
 from pcfjudge.fakeprovider.wire import Reply, Wire
@@ -198,6 +202,7 @@ def create_fake_app(config: FakeConfig | None = None) -> Starlette:
             Route("/_control/reset", _reset, methods=["POST"]),
             Route("/_control/calls", _calls, methods=["GET"]),
             Route("/healthz", _healthz, methods=["GET"]),
+            *batch_routes(),  # OpenAI Files + Batches, Anthropic Message Batches, /_control/batches
         ]
     )
     app.state.fake = FakeState(config or FakeConfig())

@@ -16,6 +16,8 @@ from collections import Counter, deque
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+from pcfjudge.fakeprovider.batch_state import BatchBook
+
 Fault = Literal[
     "ok",
     "429",
@@ -65,6 +67,7 @@ class FakeState:
     faults: Counter[str] = field(default_factory=Counter)
     served: deque[Served] = field(default_factory=deque)
     prefixes: set[str] = field(default_factory=set)
+    batches: BatchBook = field(default_factory=BatchBook)  # files and batch jobs (``batch_state``)
     rng: random.Random = field(init=False)
     ids: int = 0
 
@@ -81,6 +84,7 @@ class FakeState:
         self.faults.clear()
         self.served = deque(maxlen=self.config.history)
         self.prefixes.clear()
+        self.batches.reset(self.config.seed)
         self.rng = random.Random(self.config.seed)
 
     def configure(self, **changes: Any) -> None:
