@@ -59,7 +59,7 @@ async def test_consensus_response_has_the_contract_fields_and_recomputes(client:
     ):
         assert field in body
     assert body["model"] == "sim:default" and body["mode"] == "consensus" and body["k"] == 7
-    assert body["prompt_version"] == "listwise-v1"
+    assert body["prompt_version"] == "listwise-v2"
     assert resp.headers["x-request-id"] == body["request_id"]
     assert len(body["runs"]) == 7
     assert body["runs"][0]["order"] == ["a", "b", "c", "d"]  # run 0 is canonical

@@ -51,7 +51,7 @@ def explain(body: dict[str, Any], *, keyed_enabled: bool = True) -> None:
     assert keyed["ran"] == (disagree and keyed_enabled and not body["estimation"]["estimation"])
     k = runs["keyed"]["verdict"] if "keyed" in runs else None
     if "keyed" in runs:
-        assert runs["keyed"]["order"] == ["A", "B"] and runs["keyed"]["prompt_version"] == "keyed-v1"
+        assert runs["keyed"]["order"] == ["A", "B"] and runs["keyed"]["prompt_version"] == "keyed-v2"
         assert keyed["winner"] == k and keyed["resolved_answer"] == runs["keyed"]["resolved_answer"]
     assert body["order_consistent"] == (d == s if d is not None and s is not None else None)
     assert body["override"] == (keyed["ran"] and k is not None and k == s)
@@ -73,8 +73,8 @@ async def test_response_has_the_contract_fields_and_is_explained_by_its_runs(cli
     assert resp.status_code == 200, resp.text
     body = resp.json()
     assert set(body) >= FIELDS
-    assert body["model"] == "sim:default" and body["prompt_version"] == "pairwise-v1"
-    assert body["prompt_versions"] == {"pairwise": "pairwise-v1", "keyed": "keyed-v1"}
+    assert body["model"] == "sim:default" and body["prompt_version"] == "pairwise-v2"
+    assert body["prompt_versions"] == {"pairwise": "pairwise-v2", "keyed": "keyed-v2"}
     assert set(body["keyed"]) >= {"ran", "skipped", "resolved_answer", "winner"}
     assert resp.headers["x-request-id"] == body["request_id"]
     for run in body["runs"]:
@@ -170,7 +170,7 @@ async def test_sim_oracle_with_oracle_best(client: httpx.AsyncClient) -> None:
 
 async def test_readyz_lists_the_pairwise_prompt_versions(client: httpx.AsyncClient) -> None:
     versions = (await client.get("/readyz")).json()["prompt_versions"]
-    assert {"pairwise-v1", "keyed-v1"} <= set(versions)
+    assert {"pairwise-v2", "keyed-v2"} <= set(versions)
 
 
 README = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")

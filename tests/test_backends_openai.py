@@ -56,8 +56,10 @@ async def test_request_carries_strict_schema_and_decoding_params(fake: FakeProvi
     assert fmt["json_schema"]["strict"] is True
     schema = fmt["json_schema"]["schema"]
     assert schema["additionalProperties"] is False
-    assert schema["properties"]["candidates"]["items"]["properties"]["label"]["enum"] == ["A", "B", "C"]
+    assert list(schema["properties"]["candidates"]["properties"]) == ["A", "B", "C"]  # every label required
+    assert schema["properties"]["candidates"]["required"] == ["A", "B", "C"]
     assert schema["properties"]["ranking"]["items"]["enum"] == ["A", "B", "C"]
+    assert schema["properties"]["ranking"]["minItems"] == schema["properties"]["ranking"]["maxItems"] == 3
     assert completion.usage.input_tokens > 0 and completion.usage.output_tokens > 0
 
 

@@ -181,7 +181,7 @@ def test_inconsistent_orders_with_keyed_confirmation_override_the_direct_verdict
     assert r.decision.basis == "override_confirmed" and r.decision.order_consistent is False
     keyed = r.keyed_pass
     assert keyed is not None and keyed.resolved_answer == "42" and keyed.verdict == "B"
-    assert keyed.order == (0, 1) and keyed.prompt_version == "keyed-v1"
+    assert keyed.order == (0, 1) and keyed.prompt_version == "keyed-v2"
     assert r.preference_a == pytest.approx(1 / 3, abs=1e-4)
 
 
@@ -305,7 +305,7 @@ def test_each_pass_is_one_cache_entry_reused_by_a_repeat() -> None:
     assert len(keys) == 3
     assert sum(":pairwise:0-1:" in k for k in keys) == 1
     assert sum(":pairwise:1-0:" in k for k in keys) == 1
-    assert sum(":keyed:0-1:" in k and ":keyed-v1:" in k for k in keys) == 1
+    assert sum(":keyed:0-1:" in k and ":keyed-v2:" in k for k in keys) == 1
     again = ScriptedJudge(ProviderError("must not be called"), ProviderError("x"), ProviderError("y"))
     r = judge(again, cache)
     assert again.calls == [] and r.cache_hits == 3 and r.backend_calls == 0
@@ -326,8 +326,8 @@ def test_bypass_never_writes_the_cache() -> None:
 @pytest.mark.parametrize(
     ("render", "schema_name", "props"),
     [
-        (render_pairwise, "pairwise_judgment", ["rationale", "verdict"]),
-        (render_keyed, "keyed_judgment", ["resolved_answer", "rationale", "verdict"]),
+        (render_pairwise, "pairwise_judgment", ["verdict", "rationale"]),
+        (render_keyed, "keyed_judgment", ["resolved_answer", "verdict", "rationale"]),
     ],
 )
 def test_prompts_frame_untrusted_text_in_nonce_blocks(render: object, schema_name: str, props: list[str]) -> None:
@@ -368,7 +368,7 @@ def test_sim_answers_validate_for_both_kinds() -> None:
         ('["A"]', False, "invalid_json"),
         ('{"verdict": "C", "rationale": ""}', False, "invalid_output"),
         ('{"verdict": 1, "rationale": ""}', False, "invalid_output"),
-        ('{"verdict": "A"}', False, "invalid_output"),
+        ('{"verdict": "A", "rationale": 3}', False, "invalid_output"),
         ('{"verdict": "A", "rationale": "x"}', True, "invalid_output"),  # keyed needs resolved_answer
     ],
 )

@@ -29,9 +29,11 @@ def canonical(responses: list[str]) -> list[str]:
 
 
 async def listwise(client: httpx.AsyncClient, responses: list[str], **options: Any) -> dict[str, dict[str, Any]]:
-    """/judge/listwise of the group in canonical order: each response's candidate entry, rank and winner flag."""
+    """/judge/listwise of the group in canonical order (without rationales, as rewards are judged): each response's
+    candidate entry, rank and winner flag."""
     order = canonical(responses)
-    body = (await client.post("/judge/listwise", json={"question": PROMPT, "candidates": order, **options})).json()
+    payload = {"question": PROMPT, "candidates": order, "rationales": False, **options}
+    body = (await client.post("/judge/listwise", json=payload)).json()
     out = {}
     for c in body["candidates"]:
         text = order[int(c["id"])]
@@ -54,7 +56,7 @@ async def test_a_group_is_one_listwise_judgment_with_its_consensus_as_reward() -
         assert sample["consensus"] == expected["consensus"]
         assert (sample["rank"], sample["winner"]) == (expected["rank"], expected["winner"])
         assert (sample["group_size"], sample["candidates"], sample["scoring"], sample["k"]) == (4, 4, "group", 5)
-        assert sample["prompt_version"] == "listwise-v1" and sample["reference"] is False
+        assert sample["prompt_version"] == "listwise-v2-terse" and sample["reference"] is False
         assert sample["error"] is None and 0 <= sample["reward"] <= 1
 
 
@@ -110,7 +112,7 @@ async def test_a_reference_switches_to_the_reference_prompt_and_the_judge_grades
         graded = (await client.post("/v1/reward", json={"samples": samples(responses, reference="1989")})).json()
         other = (await client.post("/v1/reward", json={"samples": samples(responses, reference="1991")})).json()
         plain = (await client.post("/v1/reward", json={"samples": samples(responses)})).json()
-    assert {s["prompt_version"] for s in graded["samples"]} == {"listwise-ref-v1"}
+    assert {s["prompt_version"] for s in graded["samples"]} == {"listwise-ref-v2-terse"}
     assert all(s["reference"] for s in graded["samples"]) and plain["samples"][0]["reference"] is False
     assert graded["samples"][0]["rank"] == 1 and other["samples"][1]["rank"] == 1  # the sim grades by the key
     # The reference is part of the cache identity: another reference (or none) makes new calls.

@@ -1,4 +1,4 @@
-"""The reference-aware prompt ``listwise-ref-v1``: framed like every prompt, keyed into the cache, read back by the
+"""The reference-aware prompt ``listwise-ref-v2-terse``: framed like every prompt, keyed into the cache, read back by the
 fake provider and graded by the simulated judge; and the text helpers the reward adapters use."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ QUESTION = "What is the chemical symbol for gold?"
 
 def test_the_reference_sits_in_its_own_block_in_the_shared_prefix() -> None:
     prompt = render_listwise(QUESTION, ["Au.", "Ag."], "0123456789abcdef", reference="Au")
-    assert prompt.version == LISTWISE_REF_VERSION == "listwise-ref-v1"
+    assert prompt.version == LISTWISE_REF_VERSION == "listwise-ref-v2"
     assert "<<<REFERENCE 0123456789abcdef>>>\nAu\n<<<END REFERENCE 0123456789abcdef>>>" in prompt.prefix
     assert [kind for kind, _ in read_blocks(prompt.user)] == ["QUESTION", "REFERENCE", "CANDIDATE A", "CANDIDATE B"]
     assert prompt.schema == render_listwise(QUESTION, ["Au.", "Ag."], "0123456789abcdef").schema  # same answer shape
@@ -42,7 +42,7 @@ def test_the_fake_provider_reads_the_reference_and_a_single_candidate() -> None:
     call = task.recover(prompt.system, prompt.user, prompt.schema_name)
     assert call is not None and call.reference == "Au" and call.displayed == ("Au, from the Latin aurum.",)
     answer = task.answer(call, seed=0, fault=None)
-    assert [c["label"] for c in answer["candidates"]] == ["A"] and answer["ranking"] == ["A"]
+    assert list(answer["candidates"]) == ["A"] and answer["ranking"] == ["A"]
 
 
 def test_the_simulated_judge_grades_by_agreement_with_the_reference() -> None:

@@ -14,15 +14,16 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Protocol, TypeVar
+from typing import Literal, Protocol, TypeVar
 
 from pcfjudge import context
 from pcfjudge.backends.params import decoding_params
 from pcfjudge.backends.registry import Registry, ResolvedModel
 from pcfjudge.judging.listwise import ListwiseResult, ListwiseTask, RunPlan, judge_listwise, plan_runs
 from pcfjudge.judging.pairwise import PairwiseResult, PairwiseTask, PassName, PlannedPass, judge_pairwise, plan_passes
+from pcfjudge.judging.prompts import PromptStyle
 from pcfjudge.judging.runner import CallRunner
-from pcfjudge.refusal import Refusal
+from pcfjudge.security import spend
 from pcfjudge.security.guard import Guard
 from pcfjudge.settings import Settings
 from pcfjudge.types import DecodingParams, Usage
@@ -34,6 +35,9 @@ class _Spent(Protocol):
 
 
 R = TypeVar("R", bound=_Spent)
+Door = Literal["listwise", "pairwise", "rerank", "reward"]
+RATIONALES_BY_DOOR: dict[Door, bool] = {"listwise": True, "pairwise": True, "rerank": False, "reward": False}
+"""Whether a front door asks for rationales when neither the request nor PCFJ_RATIONALES says."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +61,15 @@ class Judge:
     def model(self, model: str | None) -> ResolvedModel:
         """The backend for a provider:model string (None: the default); ``ModelError`` says how to fix a bad one."""
         return self.registry.resolve(model)
+
+    def style(self, rationales: bool | None, door: Door) -> PromptStyle:
+        """The prompt style of a request at ``door``: the request's ``rationales``, else PCFJ_RATIONALES, else the
+        door's default; the family is PCFJ_PROMPTS (v1 always asks for rationales)."""
+        if rationales is None:
+            rationales = self.settings.rationales
+        if rationales is None:
+            rationales = RATIONALES_BY_DOOR[door]
+        return PromptStyle(self.settings.prompts, rationales or self.settings.prompts == "v1")
 
     def params(self, model: ResolvedModel) -> DecodingParams:
         """Decoding parameters for the model's calls (the simulated judge ignores them but they key its cache)."""
@@ -118,15 +131,14 @@ class Judge:
             self.guard.check_model(model)
             self.guard.check_plan(calls, texts, field=field)
             charge = await self.guard.charge(calls)
-            made = calls
+            # Every attempt this judgment makes (retries included; not calls it shares with other requests) counts
+            # against PCFJ_MAX_CALLS_PER_REQUEST and the request's own allowance, and is what the quota is charged.
+            meter = spend.Meter(self.settings.max_calls_per_request, "PCFJ_MAX_CALLS_PER_REQUEST", spend.current())
             try:
-                result = await judge()
-                made = result.backend_calls
-            except Refusal:
-                made = 0  # refused by admission control before any call
-                raise
+                with spend.metering(meter):
+                    result = await judge()
             finally:
-                await charge.settle(made)
+                await charge.settle(meter.made)
         context.record(result.backend_calls, result.cache_hits)
         return result
 

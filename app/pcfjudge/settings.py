@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Literal
+from urllib.parse import urlsplit
 
 from pydantic import AliasChoices, Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from pcfjudge.types import MAX_K
+from pcfjudge.types import MAX_K, OutputMode
 
 
 class Settings(BaseSettings):
@@ -72,6 +73,36 @@ class Settings(BaseSettings):
     max_queued_calls: int = Field(
         256, ge=0, description="Backend calls that may wait for a free slot per backend and process; past it: 503."
     )
+    max_pending_per_key: int | None = Field(
+        default=None,
+        ge=1,
+        description="POST requests in flight per API key (per client address without keys) and process; past it "
+        "that key gets 503. Unset: three quarters of PCFJ_MAX_PENDING_REQUESTS. A key with nothing in flight is "
+        "admitted even when the others have filled PCFJ_MAX_PENDING_REQUESTS (up to an eighth more).",
+    )
+    max_reward_calls_per_request: int = Field(
+        168,
+        ge=1,
+        description="Backend calls of all the groups of one reward request together (8 groups at "
+        "PCFJ_MAX_CALLS_PER_REQUEST each), retries included; each group also stays within PCFJ_MAX_CALLS_PER_REQUEST.",
+    )
+    max_samples_per_request: int = Field(
+        512, ge=1, description="Samples of one reward request (/v1/reward samples, /get_reward queries)."
+    )
+    max_waiting_members_per_key: int = Field(
+        1024,
+        ge=1,
+        description="Reward samples one API key may have waiting for their group's other members (per process); "
+        "past it: 503 with Retry-After.",
+    )
+    trusted_proxies: str | None = Field(
+        default=None,
+        description="Comma-separated proxy addresses or networks (e.g. 10.0.0.0/8) whose X-Forwarded-For names the "
+        "client, or '*'; unset: X-Forwarded-For is ignored and the peer address is the client.",
+    )
+    body_deadline_s: float = Field(
+        60.0, gt=0, description="A request's whole body must arrive within this (else 408), however it trickles."
+    )
     header_timeout_s: float = Field(10.0, gt=0, description="A client must send its request headers within this.")
     body_timeout_s: float = Field(30.0, gt=0, description="Longest wait for the next chunk of a request body.")
     keep_alive_s: float = Field(5.0, gt=0, description="Idle keep-alive connections are closed after this.")
@@ -98,6 +129,11 @@ class Settings(BaseSettings):
     )
     cache_front_ttl_s: float = Field(
         300.0, gt=0, description="With Redis: lifetime of entries in the in-process layer in front of it."
+    )
+    cache_per_key: bool = Field(
+        False,
+        description="Keep each API key's cache entries (and in-flight calls) apart, for operators serving several "
+        "tenants; off: one shared cache, which is what saves calls.",
     )
 
     # Rewards for RL (POST /v1/reward and its adapters)
@@ -144,7 +180,13 @@ class Settings(BaseSettings):
     openai_base_url: str | None = Field(
         default=None, validation_alias=AliasChoices("PCFJ_OPENAI_BASE_URL", "OPENAI_BASE_URL")
     )
-    openai_output_mode: Literal["json_schema", "json_object", "prompt"] = "json_schema"
+    openai_output_mode: OutputMode = Field(
+        "auto",
+        description="Structured-output dialect for PCFJ_OPENAI_BASE_URL's engine: auto (json_schema, and on the "
+        "engine's 400 the next of json_object_schema, tgi_json, json_object, prompt, remembered) or one pinned: "
+        "json_schema, json_object_schema (llama-cpp-python), structured_outputs / guided_json (vLLM), "
+        "ollama_format, tgi_json, json_object, prompt.",
+    )
     openai_transport: Literal["wire", "sdk"] = Field(
         "wire",
         description="wire: each call one POST on a pooled aiohttp session (the SDK's configuration, a fraction of its "
@@ -158,17 +200,55 @@ class Settings(BaseSettings):
     )
     temperature: float | None = Field(0.0, ge=0, le=2)
     max_output_tokens: int = Field(2048, ge=64)
-    reasoning_effort: str | None = None
+    reasoning_effort: Literal["none", "minimal", "low", "medium", "high", "xhigh", "max"] | None = Field(
+        default=None,
+        description="Reasoning effort for reasoning models (OpenAI: none..xhigh; Anthropic: low..max). Off-OpenAI "
+        "endpoints still get the temperature with it.",
+    )
+
+    # Prompts (README "Local open-weight judges")
+    prompts: Literal["v2", "v1"] = Field(
+        "v2",
+        description="Prompt family: v2 (one required property per label, bounded fields: complete under any "
+        "engine's constrained decoding) or the wave-1 v1 (kept selectable, with its own cache entries).",
+    )
+    rationales: bool | None = Field(
+        default=None,
+        description="Ask the judge for rationales (v2); a request's `rationales` overrides it. Unset: listwise and "
+        "pairwise do, rerank and reward (whose callers rarely read them) do not.",
+    )
     prices: dict[str, tuple[float, float]] = Field(
         default_factory=dict,
         description='USD per million (input, output) tokens by model string, e.g. {"openai:gpt-5.4": [1.25, 10]}.',
+    )
+    batch_price_factor: float = Field(
+        0.5,
+        gt=0,
+        le=1,
+        description="Share of PCFJ_PRICES a provider batch costs (`pcfjudge batch`, `eval --batch`): OpenAI's Batch "
+        "API and Anthropic's Message Batches charge half price.",
+    )
+    batch_poll_s: float = Field(
+        30.0, gt=0, le=3600, description="Seconds between status checks while `pcfjudge eval --batch` waits for batches."
     )
 
     @model_validator(mode="after")
     def _check(self) -> Settings:
         if self.min_candidates > self.max_candidates:
             raise ValueError("min_candidates must not exceed max_candidates")
+        if self.openai_base_url and urlsplit(self.openai_base_url).username is not None and self.openai_api_key:
+            raise ValueError(
+                "PCFJ_OPENAI_BASE_URL carries user:password and PCFJ_OPENAI_API_KEY (or OPENAI_API_KEY) is set: both "
+                "would go in the Authorization header. Unset the key to send the URL's credentials (HTTP Basic), "
+                "or drop them from the URL to send the key."
+            )
         return self
+
+    def pending_per_key(self) -> int:
+        """``max_pending_per_key``, or by default three quarters of ``max_pending_requests``."""
+        if self.max_pending_per_key is not None:
+            return self.max_pending_per_key
+        return max(1, self.max_pending_requests * 3 // 4)
 
     def model_allowlist(self) -> list[str]:
         """``allowed_models``, or by default the configured default models and every simulated model."""
@@ -185,7 +265,7 @@ class Settings(BaseSettings):
     def resolved_default_model(self) -> str:
         if self.default_model:
             return self.default_model
-        if self.openai_api_key is not None:
+        if self.openai_api_key is not None or self.openai_base_url:
             return f"openai:{self.openai_default_model}"
         if self.anthropic_api_key is not None:
             return f"anthropic:{self.anthropic_default_model}"

@@ -18,6 +18,28 @@ LABELS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 """Displayed candidate labels by position (the prompt's A, B, …); at most 26 candidates."""
 
 CallKind = Literal["listwise", "pairwise", "keyed"]
+Dialect = Literal[
+    "json_schema",
+    "json_object_schema",
+    "structured_outputs",
+    "guided_json",
+    "ollama_format",
+    "tgi_json",
+    "json_object",
+    "prompt",
+]
+"""Structured-output dialects of OpenAI-compatible engines (``pcfjudge.backends.dialects``)."""
+OutputMode = Literal[
+    "auto",
+    "json_schema",
+    "json_object_schema",
+    "structured_outputs",
+    "guided_json",
+    "ollama_format",
+    "tgi_json",
+    "json_object",
+    "prompt",
+]
 CacheMode = Literal["use", "refresh", "bypass"]
 
 FAILURE_KINDS: dict[int, str] = {502: "backend_error", 503: "backend_overloaded", 504: "backend_timeout"}

@@ -94,6 +94,7 @@ def build_task(body: ListwiseRequest, services: Services) -> ListwiseTask:
         model=model.string,
         auto=auto,
         budget=budget(body, s, model.string),
+        style=services.judge.style(body.rationales, "listwise"),
     )
     return task
 

@@ -12,7 +12,6 @@ from pcfjudge.api.schemas import UsageOut
 from pcfjudge.api.validate import check_texts, resolve_model
 from pcfjudge.judging import apoc
 from pcfjudge.judging.pairwise import PairwiseResult, PairwiseTask, PassRecord
-from pcfjudge.judging.pairwise_prompts import KEYED_VERSION, PAIRWISE_VERSION
 from pcfjudge.services import Services
 
 router = APIRouter()
@@ -46,6 +45,7 @@ def build_task(body: PairwiseRequest, services: Services) -> PairwiseTask:
         oracle_best=body.oracle_best,
         cache_mode=body.cache,
         model=model.string,
+        style=services.judge.style(body.rationales, "pairwise"),
     )
 
 
@@ -72,8 +72,8 @@ def to_response(result: PairwiseResult, request_id: str, include_runs: bool, ser
     return PairwiseResponse(
         request_id=request_id,
         model=result.model,
-        prompt_version=PAIRWISE_VERSION,
-        prompt_versions={"pairwise": PAIRWISE_VERSION, "keyed": KEYED_VERSION},
+        prompt_version=result.prompt_versions["pairwise"],
+        prompt_versions=result.prompt_versions,
         winner=d.winner,
         label=apoc.label(d.winner),
         direct=d.direct,

@@ -22,6 +22,11 @@ class PairwiseRequest(Strict):
         description="Force the estimation guard on (true) or off (false); null: detect estimation-style prompts.",
     )
     include_runs: bool = True
+    rationales: bool | None = Field(
+        default=None,
+        description="Ask the judge for rationales (null: the server's default, PCFJ_RATIONALES; on for pairwise). False saves "
+        "output tokens and seconds per call.",
+    )
     cache: Literal["use", "refresh", "bypass"] = "use"
     oracle_best: Literal["A", "B"] | None = Field(
         default=None, description="sim:oracle only: which response is truly better (for simulations)."

@@ -89,6 +89,7 @@ def build_task(
         seed=opts.seed,
         cache_mode=opts.cache,
         model=model,
+        style=services.judge.style(opts.rationales, "rerank"),
     )
 
 

@@ -33,6 +33,11 @@ class RerankOptions(Strict):
     weights: str | dict[str, float] = Field(default="proposed", description="As in /judge/listwise.")
     cache: Literal["use", "refresh", "bypass"] = "use"
     include_runs: bool = Field(default=False, description="Include every run's judgments in the detail.")
+    rationales: bool | None = Field(
+        default=None,
+        description="Ask the judge for rationales (null: the server's default, PCFJ_RATIONALES; off for rerank). False saves "
+        "output tokens and seconds per call.",
+    )
 
 
 # ── text-embeddings-inference ───────────────────────────────────────────────────────────────────────────────────

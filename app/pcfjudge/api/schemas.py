@@ -132,6 +132,11 @@ class ListwiseRequest(Strict):
     model: str | None = Field(default=None, description="provider:model, e.g. sim:default or openai:gpt-5.4.")
     seed: int = Field(default=0, ge=0, description="Selects the (deterministic) permutation schedule.")
     include_runs: bool = True
+    rationales: bool | None = Field(
+        default=None,
+        description="Ask the judge for rationales (null: the server's default, PCFJ_RATIONALES; on for listwise). False saves "
+        "output tokens and seconds per call.",
+    )
     permutations: list[list[int]] | None = Field(
         default=None,
         description="Explicit displayed orders (indices into candidates) instead of the schedule.",

@@ -52,11 +52,21 @@ class BackendError(Exception):
     kind = "provider_error"
     status = 502
 
-    def __init__(self, detail: str, *, retry_after: float | None = None, retryable: bool = True) -> None:
+    def __init__(
+        self,
+        detail: str,
+        *,
+        retry_after: float | None = None,
+        retryable: bool = True,
+        status_code: int | None = None,
+        usage: Usage | None = None,
+    ) -> None:
         super().__init__(detail)
         self.detail = detail
         self.retry_after = retry_after
         self.retryable = retryable  # False: retrying cannot help (a 4xx such as a bad key or unknown model)
+        self.status_code = status_code  # the provider's HTTP status, when it answered with one
+        self.usage = usage or Usage()  # tokens the failed attempt still spent (a truncated answer's)
 
 
 class RateLimited(BackendError):

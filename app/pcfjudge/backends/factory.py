@@ -7,9 +7,10 @@ from pcfjudge.settings import Settings
 
 
 def build_backends(settings: Settings) -> dict[str, Backend]:
-    """``openai`` when ``OPENAI_API_KEY`` is set, ``anthropic`` when ``ANTHROPIC_API_KEY`` is set."""
+    """``openai`` when ``OPENAI_API_KEY`` or ``PCFJ_OPENAI_BASE_URL`` (a local engine needs no key) is set,
+    ``anthropic`` when ``ANTHROPIC_API_KEY`` is set."""
     backends: dict[str, Backend] = {}
-    if settings.openai_api_key is not None:
+    if settings.openai_api_key is not None or settings.openai_base_url:
         from pcfjudge.backends.openai_backend import build_openai
 
         openai_backend = build_openai(settings)

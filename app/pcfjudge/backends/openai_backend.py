@@ -1,9 +1,11 @@
 """``openai:<model>``: OpenAI Chat Completions through the official SDK, also for OpenAI-compatible servers.
 
-Chat Completions is the protocol vLLM, Ollama, LiteLLM and friends share, so one backend serves them all through
-``PCFJ_OPENAI_BASE_URL``. The answer's JSON schema goes out as a strict ``response_format`` (the displayed labels
-are an enum); ``PCFJ_OPENAI_OUTPUT_MODE`` falls back to JSON mode or prompt-only JSON for servers without schema
-support (the judging layer validates the answer the same way in every mode).
+Chat Completions is the protocol vLLM, SGLang, llama.cpp, Ollama, TGI, LiteLLM and friends share, so one backend
+serves them all through ``PCFJ_OPENAI_BASE_URL``. The answer's JSON schema goes out in the engine's structured-output
+dialect (``dialects``: learned from the engine's first 400 under ``PCFJ_OPENAI_OUTPUT_MODE=auto``, or pinned);
+the judging layer validates the answer the same way in every dialect. The output cap goes out as
+``max_completion_tokens`` to OpenAI itself (its reasoning models refuse ``max_tokens``) and as both fields to any
+other engine (Ollama and llama.cpp read only ``max_tokens``).
 
 Outcomes: ``finish_reason`` "length" → Truncated; a ``refusal`` or ``finish_reason`` "content_filter" → Refused;
 SDK errors → RateLimited / BackendTimeout / ProviderError (see ``sdkerrors``). SDK retries are off: the runner
@@ -17,7 +19,9 @@ the SDK's aiohttp transport). Both send the same request body and raise the same
 
 from __future__ import annotations
 
+import base64
 from typing import Any, Literal
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 import httpx2
 import openai
@@ -35,11 +39,12 @@ from pcfjudge.backends.base import (
     Truncated,
 )
 from pcfjudge.backends.chat_wire import ChatWire, Timeouts
+from pcfjudge.backends.dialects import Dialect, Dialects, OutputMode, format_fields, refuses_format
+from pcfjudge.backends.hosts import is_openai
 from pcfjudge.backends.sdkerrors import public_url, scrub, status_error
 from pcfjudge.settings import Settings
 from pcfjudge.types import Usage
 
-OutputMode = Literal["json_schema", "json_object", "prompt"]
 Transport = Literal["wire", "sdk"]
 KEY_ENV = "OPENAI_API_KEY"
 
@@ -53,12 +58,14 @@ class OpenAIBackend:
         self,
         client: AsyncOpenAI,
         *,
-        output_mode: OutputMode = "json_schema",
+        output_mode: OutputMode = "auto",
         transport: Transport = "wire",
         connections: int = 100,
     ) -> None:
         self.client = client
         self.output_mode = output_mode
+        self.dialects = Dialects(output_mode)
+        self.openai = is_openai(str(client.base_url))
         self.transport = transport
         self.wire = ChatWire(
             f"{str(client.base_url).rstrip('/')}/chat/completions",
@@ -73,8 +80,8 @@ class OpenAIBackend:
     def base_url(self) -> str:
         return public_url(str(self.client.base_url))
 
-    def request(self, call: JudgeCall) -> dict[str, Any]:
-        """The keyword arguments of ``chat.completions.create`` for ``call``."""
+    def request(self, call: JudgeCall, dialect: Dialect | None = None) -> dict[str, Any]:
+        """The keyword arguments of ``chat.completions.create`` for ``call`` (in the backend's current dialect)."""
         p = call.params
         kwargs: dict[str, Any] = {
             "model": call.model,
@@ -84,24 +91,36 @@ class OpenAIBackend:
             ],
             "max_completion_tokens": p.max_output_tokens,
         }
+        if not self.openai:
+            kwargs["max_tokens"] = p.max_output_tokens  # Ollama and llama.cpp read only this one
         if p.reasoning_effort is not None:
-            kwargs["reasoning_effort"] = p.reasoning_effort  # reasoning models refuse temperature
-        elif p.temperature is not None:
+            kwargs["reasoning_effort"] = p.reasoning_effort
+        if p.temperature is not None:  # None with an effort on OpenAI (its reasoning models refuse temperature)
             kwargs["temperature"] = p.temperature
-        if self.output_mode == "json_schema":
-            kwargs["response_format"] = {
-                "type": "json_schema",
-                "json_schema": {"name": call.schema_name, "schema": call.schema, "strict": True},
-            }
-        elif self.output_mode == "json_object":
-            kwargs["response_format"] = {"type": "json_object"}
-        return kwargs
+        return kwargs | format_fields(
+            dialect or self.dialects.current, call.schema_name, call.schema, openai=self.openai
+        )
 
     async def complete(self, call: JudgeCall) -> Completion:
+        """One answer; under ``auto``, a refused structured-output dialect is replaced by the next one at once."""
+        while True:
+            dialect = self.dialects.current
+            try:
+                completion = await self._send(self.request(call, dialect))
+            except ProviderError as exc:
+                if exc.status_code is None or not refuses_format(exc.status_code, exc.detail):
+                    raise
+                if not self.dialects.refused(dialect):
+                    raise
+                continue
+            self.dialects.accepted(dialect)
+            return completion
+
+    async def _send(self, request: dict[str, Any]) -> Completion:
         if self.transport == "wire":
-            return self._completion_of(await self.wire.post(orjson.dumps(self.request(call))))
+            return self._completion_of(await self.wire.post(orjson.dumps(request)))
         try:
-            response = await self.client.chat.completions.create(**self.request(call))
+            response = await self.client.chat.completions.create(**request)
         except openai.OpenAIError as exc:
             raise self._error(exc) from None
         return self._completion(response)
@@ -118,12 +137,11 @@ class OpenAIBackend:
             raise Refused(f"the model refused: {scrub(str(message['refusal']), self._secrets())}")
         if choice.get("finish_reason") == "content_filter":
             raise Refused("the provider's content filter stopped the answer (finish_reason content_filter)")
+        usage = _usage_of(data.get("usage"))
         if choice.get("finish_reason") == "length":
-            raise Truncated(
-                "the answer hit the output-token limit (finish_reason length); raise PCFJ_MAX_OUTPUT_TOKENS"
-            )
+            raise _truncated(usage)
         content = message.get("content")
-        return Completion(text=content if isinstance(content, str) else "", usage=_usage_of(data.get("usage")))
+        return Completion(text=content if isinstance(content, str) else "", usage=usage)
 
     def _completion(self, response: ChatCompletion) -> Completion:
         if not response.choices:
@@ -135,9 +153,7 @@ class OpenAIBackend:
         if choice.finish_reason == "content_filter":
             raise Refused("the provider's content filter stopped the answer (finish_reason content_filter)")
         if choice.finish_reason == "length":
-            raise Truncated(
-                "the answer hit the output-token limit (finish_reason length); raise PCFJ_MAX_OUTPUT_TOKENS"
-            )
+            raise _truncated(_usage(response))
         return Completion(text=message.content or "", usage=_usage(response))
 
     def _error(self, exc: openai.OpenAIError) -> BackendError:
@@ -158,6 +174,14 @@ class OpenAIBackend:
     async def aclose(self) -> None:
         await self.wire.aclose()
         await self.client.close()
+
+
+def _truncated(usage: Usage) -> Truncated:
+    return Truncated(
+        f"the answer hit the output-token limit after {usage.output_tokens} tokens (finish_reason length); "
+        "raise PCFJ_MAX_OUTPUT_TOKENS",
+        usage=usage,
+    )
 
 
 def _usage(response: ChatCompletion) -> Usage:
@@ -182,9 +206,10 @@ def _usage_of(usage: object) -> Usage:
 
 
 def _headers(client: AsyncOpenAI) -> dict[str, str]:
-    """The headers the SDK sends on every request (its own, organization/project, the key)."""
-    headers = {name: value for name, value in client.default_headers.items() if isinstance(value, str)}
-    return headers | client.auth_headers
+    """The headers the SDK sends on every request (its own, organization/project, the key; a custom
+    ``Authorization``, such as a base URL's Basic credentials, replaces the key's)."""
+    defaults = {name: value for name, value in client.default_headers.items() if isinstance(value, str)}
+    return client.auth_headers | defaults  # merged in the SDK's own order
 
 
 def _timeouts(client: AsyncOpenAI) -> Timeouts:
@@ -195,21 +220,44 @@ def _timeouts(client: AsyncOpenAI) -> Timeouts:
 
 
 def build_openai(settings: Settings) -> OpenAIBackend | None:
-    """The OpenAI backend when a key is configured (SDK retries off; the SDK timeout caps one attempt), with as
-    many pooled connections as it has call slots."""
-    if settings.openai_api_key is None:
+    """The OpenAI backend when a key or a base URL is configured (SDK retries off; the SDK timeout caps one
+    attempt), with as many pooled connections as it has call slots.
+
+    A local engine needs no key (the SDK is given a placeholder). Credentials in the base URL
+    (``http://user:pass@host/v1``) go out as HTTP Basic instead of a key (``Settings`` refuses both at once)."""
+    if settings.openai_api_key is None and not settings.openai_base_url:
         return None
+    base_url, basic = split_credentials(settings.openai_base_url)
     slots = settings.backend_concurrency
     http_client = None
     if settings.openai_transport == "sdk":
         http_client = DefaultAioHttpClient(limits=httpx2.Limits(max_connections=slots, max_keepalive_connections=slots))
+    key = settings.openai_api_key.get_secret_value() if settings.openai_api_key is not None else NO_KEY
     client = AsyncOpenAI(
-        api_key=settings.openai_api_key.get_secret_value(),
-        base_url=settings.openai_base_url,
+        api_key=key,
+        base_url=base_url,
         max_retries=0,
         timeout=settings.request_timeout_s,
         http_client=http_client,
+        default_headers={"Authorization": basic} if basic else None,
     )
     return OpenAIBackend(
         client, output_mode=settings.openai_output_mode, transport=settings.openai_transport, connections=slots
     )
+
+
+NO_KEY = "no-key"
+"""The key the SDK is given for an engine that needs none (it refuses to start without one)."""
+
+
+def split_credentials(url: str | None) -> tuple[str | None, str | None]:
+    """``url`` without its ``user:pass@`` part, and that part as an HTTP Basic ``Authorization`` value (or None)."""
+    if not url:
+        return url, None
+    parts = urlsplit(url)
+    if parts.username is None:
+        return url, None
+    host = parts.hostname or ""
+    netloc = (f"[{host}]" if ":" in host else host) + (f":{parts.port}" if parts.port is not None else "")
+    pair = f"{unquote(parts.username)}:{unquote(parts.password or '')}"
+    return urlunsplit(parts._replace(netloc=netloc)), "Basic " + base64.b64encode(pair.encode()).decode()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pcfjudge.backends.hosts import is_openai
 from pcfjudge.settings import Settings
 from pcfjudge.types import DecodingParams
 
@@ -10,8 +11,9 @@ ANTHROPIC_EFFORTS = frozenset({"low", "medium", "high", "xhigh", "max"})
 
 
 def decoding_params(settings: Settings, provider: str) -> DecodingParams:
-    """OpenAI (and sim): temperature unless a reasoning effort is set (reasoning models refuse temperature).
-    Anthropic: no temperature (the SDK no longer has the parameter); effort only when Anthropic accepts it."""
+    """OpenAI (and sim): temperature unless a reasoning effort is set for OpenAI itself (its reasoning models refuse
+    temperature; other engines get both, or Ollama would sample at its default 1.0). Anthropic: no temperature (the
+    SDK no longer has the parameter); effort only when Anthropic accepts it."""
     effort = settings.reasoning_effort
     if provider == "anthropic":
         return DecodingParams(
@@ -20,7 +22,7 @@ def decoding_params(settings: Settings, provider: str) -> DecodingParams:
             reasoning_effort=effort if effort in ANTHROPIC_EFFORTS else None,
         )
     return DecodingParams(
-        temperature=settings.temperature if effort is None else None,
+        temperature=settings.temperature if effort is None or not is_openai(settings.openai_base_url) else None,
         max_output_tokens=settings.max_output_tokens,
         reasoning_effort=effort,
     )

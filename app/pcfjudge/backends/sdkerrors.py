@@ -78,7 +78,7 @@ def status_error(
         return ProviderError(
             f"{provider} rejected the credentials ({status}); check {key_env} on the server", retryable=False
         )
-    return ProviderError(f"{provider} refused the request ({status}): {said}", retryable=False)
+    return ProviderError(f"{provider} refused the request ({status}): {said}", retryable=False, status_code=status)
 
 
 def public_url(url: str) -> str:

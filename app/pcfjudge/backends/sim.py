@@ -213,9 +213,32 @@ class SimBackend:
             await asyncio.sleep(self.params.latency_ms / 1000 * (0.5 + self._failures.random()))
         if self.params.fail_rate > 0 and self._failures.random() < self.params.fail_rate:
             raise ProviderError("simulated backend failure")
-        text = json.dumps(self.judge_for(call.model).answer(call))
+        text = json.dumps(shaped(self.judge_for(call.model).answer(call), call.schema))
         usage = Usage(input_tokens=(len(call.system) + len(call.user)) // 4, output_tokens=len(text) // 4)
         return Completion(text=text, usage=usage)
 
     async def aclose(self) -> None:
         return None
+
+
+def shaped(answer: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
+    """The simulated (v1-shaped) ``answer`` in the shape ``schema`` asks for, as a constrained engine would write it:
+    v2's candidates keyed by label with integral scores, only the properties the schema has, in its order.
+    An unknown or empty schema leaves the answer as it is (v1; JSON mode and prompt-only calls)."""
+    properties = schema.get("properties")
+    if not isinstance(properties, dict) or not properties:
+        return answer
+    candidates = properties.get("candidates")
+    if candidates is None:  # pairwise / keyed
+        return {name: answer[name] for name in properties if name in answer}
+    if candidates.get("type") != "object":
+        return answer
+    entry_schemas: list[dict[str, Any]] = list(candidates["properties"].values())
+    entry_props: dict[str, Any] = entry_schemas[0]["properties"] if entry_schemas else {}
+    entries = {}
+    for entry in answer["candidates"]:
+        values = {name: entry[name] for name in entry_props if name in entry}
+        if "score" in values:
+            values["score"] = round(values["score"])
+        entries[entry["label"]] = values
+    return {"candidates": entries, "ranking": answer["ranking"]}

@@ -80,7 +80,16 @@ class AnthropicWire:
         name = choice.get("name") if isinstance(choice, dict) else (tools[0].get("name") if tools else None)
         parts = _prompt_parts(body)
         prompt = "".join(text for text, _ in parts)
-        return Parsed(model, system, user, name if isinstance(name, str) else None, prompt, _cache_prefix(parts))
+        schema = next((t.get("input_schema") for t in tools if t.get("name") == name), None)
+        return Parsed(
+            model,
+            system,
+            user,
+            name if isinstance(name, str) else None,
+            prompt,
+            _cache_prefix(parts),
+            schema if isinstance(schema, dict) else None,
+        )
 
     def error(
         self, status: int, kind: str, message: str, *, retry_after: float | None = None, ident: str = ""

@@ -30,6 +30,23 @@ def _text(content: Any) -> str:
     return ""
 
 
+def sent_schema(body: dict[str, Any]) -> dict[str, Any] | None:
+    """The answer schema in any structured-output dialect an OpenAI-compatible engine takes (see
+    ``pcfjudge.backends.dialects``): json_schema, json_object + schema, TGI's json value, vLLM's structured_outputs
+    or guided_json, Ollama's format."""
+    fmt = body.get("response_format")
+    found: object = None
+    if isinstance(fmt, dict):
+        named = fmt.get("json_schema")
+        found = named.get("schema") if isinstance(named, dict) else fmt.get("schema", fmt.get("value"))
+    structured = body.get("structured_outputs")
+    if found is None and isinstance(structured, dict):
+        found = structured.get("json")
+    if found is None:
+        found = body.get("guided_json", body.get("format"))
+    return found if isinstance(found, dict) else None
+
+
 class OpenAIWire:
     name = "openai"
 
@@ -51,11 +68,12 @@ class OpenAIWire:
                     roles[role].append(_text(message.get("content")))
         system, user = "\n\n".join(roles["system"]), "\n\n".join(roles["user"])
         fmt = body.get("response_format")
-        schema = fmt.get("json_schema") if isinstance(fmt, dict) else None
-        name = schema.get("name") if isinstance(schema, dict) else None
+        named = fmt.get("json_schema") if isinstance(fmt, dict) else None
+        name = named.get("name") if isinstance(named, dict) else None
         prefix = question_prefix(user)
         cacheable = system + prefix if prefix else None  # OpenAI caches shared prompt prefixes automatically
-        return Parsed(model, system, user, name if isinstance(name, str) else None, system + user, cacheable)
+        schema = sent_schema(body)
+        return Parsed(model, system, user, name if isinstance(name, str) else None, system + user, cacheable, schema)
 
     def error(
         self, status: int, kind: str, message: str, *, retry_after: float | None = None, ident: str = ""

@@ -82,7 +82,7 @@ async def _provider_call(request: Request, wire: Wire) -> Response:
         return _http_fault(wire, fault, state, ident)
     if fault == "slow":
         await _slow(request, state.live.slow_seconds)
-    call = task.recover(parsed.system, parsed.user, parsed.schema_name)
+    call = task.recover(parsed.system, parsed.user, parsed.schema_name, parsed.schema)
     if call is None:
         return wire.error(
             400, "invalid", "No judging task (QUESTION plus candidate blocks) in the prompt.", ident=ident

@@ -14,9 +14,10 @@ import re
 from typing import Any
 
 from pcfjudge.backends.base import JudgeCall
-from pcfjudge.backends.sim import SimJudge, SimParams
-from pcfjudge.judging.prompts import read_blocks
-from pcfjudge.types import CallKind
+from pcfjudge.backends.sim import SimJudge, SimParams, shaped
+from pcfjudge.judging.pairwise_prompts import pairwise_schema_v2
+from pcfjudge.judging.prompts import listwise_schema_v2, read_blocks
+from pcfjudge.types import LABELS, CallKind
 
 KINDS: dict[str, CallKind] = {
     "listwise_judgment": "listwise",
@@ -26,8 +27,9 @@ KINDS: dict[str, CallKind] = {
 _QUESTION_END = re.compile(r"<<<END QUESTION [0-9a-f]{16}>>>")
 
 
-def recover(system: str, user: str, schema_name: str | None) -> JudgeCall | None:
-    """The call a prompt encodes, or None when it holds no recognisable task."""
+def recover(system: str, user: str, schema_name: str | None, schema: dict[str, Any] | None = None) -> JudgeCall | None:
+    """The call a prompt encodes, or None when it holds no recognisable task. ``schema``: the answer schema the
+    request sent; without one (JSON mode, prompt-only) the shape is read from the prompt's own template."""
     blocks = read_blocks(user)
     question = next((text for kind, text in blocks if kind == "QUESTION"), None)
     reference = next((text for kind, text in blocks if kind == "REFERENCE"), None)
@@ -46,15 +48,30 @@ def recover(system: str, user: str, schema_name: str | None) -> JudgeCall | None
         prefix="",
         body="",
         schema_name=schema_name or "",
-        schema={},
+        schema=schema if schema is not None else _schema_from_prompt(user, kind, len(displayed)),
         question=question,
         displayed=tuple(displayed),
         reference=reference,
     )
 
 
+def _schema_from_prompt(user: str, kind: CallKind, n: int) -> dict[str, Any]:
+    """The v2 schema a prompt's answer template spells out, or {} for a v1 prompt (answered in v1's shape)."""
+    rationales = '"rationale": "' in user
+    if kind == "listwise":
+        v2 = '{"candidates": {"A": {"score"' in user
+        return listwise_schema_v2(LABELS[:n], rationales=rationales) if v2 else {}
+    v2 = '{"verdict": ' in user or '{"resolved_answer": "...", "verdict"' in user
+    return pairwise_schema_v2(keyed=kind == "keyed", rationales=rationales) if v2 else {}
+
+
 def answer(call: JudgeCall, seed: int, fault: str | None) -> dict[str, Any]:
-    """The simulated judge's answer, with ``wrong_labels`` / ``missing_label`` faults applied."""
+    """The simulated judge's answer in the shape the call's schema asks for, with ``wrong_labels`` /
+    ``missing_label`` faults applied."""
+    return shaped(_answer(call, seed, fault), call.schema)
+
+
+def _answer(call: JudgeCall, seed: int, fault: str | None) -> dict[str, Any]:
     out = SimJudge(SimParams(seed=seed)).answer(call)
     if call.kind == "listwise":
         if fault == "wrong_labels":

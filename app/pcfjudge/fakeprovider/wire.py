@@ -20,6 +20,7 @@ class Parsed:
     schema_name: str | None
     prompt: str  # all the text counted as prompt tokens
     cache_prefix: str | None  # text whose repetition counts as a prompt-cache hit (None: nothing cacheable)
+    schema: dict[str, Any] | None = None  # the answer's JSON schema, in whichever dialect it was sent
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,7 +21,7 @@ from pcfjudge.judging import permutations as perms
 from pcfjudge.judging.failures import judging_failed
 from pcfjudge.judging.keys import cache_key, item_hash
 from pcfjudge.judging.parse import ListwiseAnswer, load_json_object, validate_listwise
-from pcfjudge.judging.prompts import LISTWISE_VERSION, listwise_version, new_nonce, render_listwise
+from pcfjudge.judging.prompts import DEFAULT_STYLE, PromptStyle, listwise_version, new_nonce, render_listwise
 from pcfjudge.judging.runner import CallOutcome, CallRunner, CallSpec
 from pcfjudge.judging.types import RunJudgments, RunRecord
 from pcfjudge.judging.waves import Adaptive, Budget, Waves
@@ -47,6 +47,7 @@ class ListwiseTask:
     reference: str | None = None  # a gold answer: judged with the reference-aware prompt (listwise-ref-v1)
     auto: Adaptive | None = None  # "k": "auto": k is k_max, runs stop as ``auto.stop`` allows (judging/adaptive.py)
     budget: Budget | None = None  # max_calls / max_cost_usd, spent in schedule order (judging/waves.py)
+    style: PromptStyle = DEFAULT_STYLE  # prompt family and rationales (front doors take it from ``Judge.style``)
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,7 +87,7 @@ class ListwiseResult:
     usage: Usage
     backend_calls: int
     cache_hits: int
-    prompt_version: str = LISTWISE_VERSION
+    prompt_version: str = "listwise-v2"
     quorum: int = 0
     stopped: adaptive.Stopped | None = None  # why runs stopped early (adaptive K or a budget); None: all K made
     degraded: bool = field(init=False)
@@ -115,7 +116,7 @@ def plan_runs(task: ListwiseTask, model: str, params: DecodingParams) -> RunPlan
     if task.reference is not None:
         extra["reference"] = task.reference
     item = item_hash(task.question, task.texts, extra or None)
-    version = listwise_version(task.reference)
+    version = listwise_version(task.reference, task.style)
     runs = []
     for execution in range(task.executions):
         for index, order in enumerate(orders):
@@ -205,7 +206,7 @@ def _specs(task: ListwiseTask, plan: RunPlan, model: ResolvedModel, params: Deco
     nonce = new_nonce()
     oracle = _oracle_index(task)
     decode = partial(validate_listwise, labels=tuple(LABELS[: len(task.ids)]))
-    version = listwise_version(task.reference)
+    version = listwise_version(task.reference, task.style)
     return [
         CallSpec(
             run.key, partial(_call, task, run, nonce, oracle, model.name, params), load_json_object, version, decode
@@ -219,7 +220,7 @@ def _call(
 ) -> JudgeCall:
     """The backend call of one run: the prompt rendered for its displayed order."""
     displayed = tuple(task.texts[i] for i in run.order)
-    prompt = render_listwise(task.question, displayed, nonce, task.reference)
+    prompt = render_listwise(task.question, displayed, nonce, task.reference, task.style)
     return JudgeCall(
         kind="listwise",
         model=model,
@@ -267,7 +268,7 @@ def _result(
         usage=sum((r.usage for r in records), Usage()),
         backend_calls=sum(1 for o in outcomes if not o.cached),
         cache_hits=sum(1 for o in outcomes if o.cached),
-        prompt_version=listwise_version(task.reference),
+        prompt_version=listwise_version(task.reference, task.style),
         quorum=quorum,
         stopped=stopped,
     )

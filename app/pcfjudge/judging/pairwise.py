@@ -24,9 +24,9 @@ from pcfjudge.judging import apoc
 from pcfjudge.judging.estimation import EstimationCheck, check_estimation
 from pcfjudge.judging.failures import JudgingFailed, judging_failed
 from pcfjudge.judging.keys import cache_key, item_hash
-from pcfjudge.judging.pairwise_prompts import KEYED_VERSION, PAIRWISE_VERSION, VERDICTS, render_keyed, render_pairwise
+from pcfjudge.judging.pairwise_prompts import VERDICTS, pairwise_version, render_keyed, render_pairwise
 from pcfjudge.judging.parse import OutputError, load_json_object
-from pcfjudge.judging.prompts import Prompt, new_nonce
+from pcfjudge.judging.prompts import DEFAULT_STYLE, Prompt, PromptStyle, new_nonce
 from pcfjudge.judging.runner import CallOutcome, CallRunner, CallSpec
 from pcfjudge.types import CacheMode, DecodingParams, Usage
 
@@ -45,6 +45,7 @@ class PairwiseTask:
     sample: int = 0
     cache_mode: CacheMode = "use"
     model: str | None = None  # provider:model; None: the configured default
+    style: PromptStyle = DEFAULT_STYLE  # prompt family and rationales (front doors take it from ``Judge.style``)
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +86,12 @@ class PairwiseResult:
     backend_calls: int
     cache_hits: int
     usage: Usage
+    style: PromptStyle = DEFAULT_STYLE
+
+    @property
+    def prompt_versions(self) -> dict[str, str]:
+        """The version of each pass kind in this judgment's style."""
+        return {"pairwise": pairwise_version(self.style), "keyed": pairwise_version(self.style, keyed=True)}
 
     @property
     def keyed_pass(self) -> PassRecord | None:
@@ -102,14 +109,15 @@ class PairwiseResult:
 def validate_answer(text: str, *, keyed: bool) -> dict[str, Any]:
     """A pairwise (or keyed) answer as ``{"verdict", "rationale"[, "resolved_answer"]}``, or ``OutputError``.
 
-    The verdict is matched case-insensitively ("a", "TIE") and normalised; extra keys are dropped.
+    The verdict is matched case-insensitively ("a", "TIE") and normalised; extra keys are dropped. A missing
+    rationale (a ``-v2-terse`` prompt asks for none) reads as "".
     """
     data = load_json_object(text)
     verdict = data.get("verdict")
     normal = {v.lower(): v for v in VERDICTS}.get(verdict.strip().lower()) if isinstance(verdict, str) else None
     if normal is None:
         raise OutputError("invalid_output", f"verdict must be one of A, B, tie (got {verdict!r})")
-    rationale = data.get("rationale")
+    rationale = data.get("rationale", "")
     if not isinstance(rationale, str):
         raise OutputError("invalid_output", "rationale must be a string")
     out: dict[str, Any] = {"verdict": normal, "rationale": rationale}
@@ -135,7 +143,7 @@ def plan_passes(task: PairwiseTask, model: str, params: DecodingParams) -> dict[
     passes: dict[PassName, PlannedPass] = {}
     for name, order in ORDERS.items():
         kind: Literal["pairwise", "keyed"] = "keyed" if name == "keyed" else "pairwise"
-        version = KEYED_VERSION if name == "keyed" else PAIRWISE_VERSION
+        version = pairwise_version(task.style, keyed=name == "keyed")
         key = cache_key(item, kind, order, model, task.sample, version, params)
         passes[name] = PlannedPass(name, order, kind, version, key)
     return passes
@@ -155,7 +163,8 @@ class _Planner:
         planned = self.passes[name]
         displayed = tuple(self.texts[i] for i in planned.order)
         keyed = name == "keyed"
-        prompt: Prompt = (render_keyed if keyed else render_pairwise)(self.task.question, displayed, self.nonce)
+        render = render_keyed if keyed else render_pairwise
+        prompt: Prompt = render(self.task.question, displayed, self.nonce, self.task.style)
         call = JudgeCall(
             kind=planned.kind,
             model=self.model.name,
@@ -206,6 +215,7 @@ async def judge_pairwise(
         backend_calls=sum(1 for o in outcomes if not o.cached),
         cache_hits=sum(1 for o in outcomes if o.cached),
         usage=sum((p.usage for p in passes), Usage()),
+        style=task.style,
     )
 
 
@@ -218,7 +228,7 @@ def _fill(record: PassRecord, outcome: CallOutcome) -> None:
     raw: apoc.Verdict = answer["verdict"]
     record.raw_verdict = raw
     record.verdict = apoc.unswap(raw) if record.order == (1, 0) else raw
-    record.rationale = answer["rationale"]
+    record.rationale = answer["rationale"] or None  # a -v2-terse pass has none
     record.resolved_answer = answer.get("resolved_answer")
 
 

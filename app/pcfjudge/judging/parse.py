@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -23,11 +25,30 @@ class OutputError(ValueError):
         self.detail = detail
 
 
-def load_json_object(text: str) -> dict[str, Any]:
-    """The single JSON object in ``text`` (a ```json fence around it is tolerated)."""
+_FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.S)
+
+
+def answer_text(text: str) -> str:
+    """The JSON part of a model's answer as real engines send it: after a reasoning block (``<think>…</think>``,
+    as a reasoning model served without a reasoning parser writes it), inside a code fence, or between the first
+    ``{`` and the last ``}`` of a chatty answer. A well-formed answer is returned as it is."""
     stripped = text.strip()
-    if stripped.startswith("```"):
-        stripped = stripped.strip("`").removeprefix("json").strip()
+    if stripped.startswith("{") and stripped.endswith("}"):
+        return stripped
+    if "</think>" in stripped:
+        stripped = stripped.rpartition("</think>")[2].strip()
+    elif stripped.startswith("<think>"):
+        raise OutputError("invalid_json", "the answer is an unfinished <think> block (no </think>, no JSON)")
+    fence = _FENCE.search(stripped)
+    if fence is not None:
+        stripped = fence.group(1).strip()
+    start, end = stripped.find("{"), stripped.rfind("}")
+    return stripped[start : end + 1] if 0 <= start < end else stripped
+
+
+def load_json_object(text: str) -> dict[str, Any]:
+    """The single JSON object in ``text`` (see ``answer_text`` for what is tolerated around it)."""
+    stripped = answer_text(text)
     try:
         data = orjson.loads(stripped)  # several times faster; what it refuses, json decides (and words the error)
     except orjson.JSONDecodeError:
@@ -104,10 +125,16 @@ def validate_listwise(answer: str | dict[str, Any], labels: Sequence[str]) -> Li
 
 
 def _entries_by_label(data: dict[str, Any], labels: Sequence[str]) -> dict[str, dict[str, Any]]:
-    """The answer's candidate entries by label: every displayed label exactly once, nothing else."""
+    """The answer's candidate entries by label: every displayed label exactly once, nothing else. ``candidates`` is
+    an object keyed by label (v2) or a list of entries that carry their label (v1)."""
     entries = data.get("candidates")
+    if isinstance(entries, dict):
+        for label, entry in entries.items():
+            if not isinstance(entry, dict):
+                raise OutputError("invalid_output", f"candidate {label} must be an object of score and flags")
+        entries = [{**entry, "label": label} for label, entry in entries.items()]
     if not isinstance(entries, list):
-        raise OutputError("invalid_output", "answer has no 'candidates' list")
+        raise OutputError("invalid_output", "answer has no 'candidates' object or list")
     by_label: dict[str, dict[str, Any]] = {}
     for entry in entries:
         label = entry.get("label") if isinstance(entry, dict) else None
@@ -125,6 +152,9 @@ def _entries_by_label(data: dict[str, Any], labels: Sequence[str]) -> dict[str, 
 
 def _score(entry: dict[str, Any], label: str) -> float:
     score = entry.get("score")
+    if isinstance(score, str):  # "85": salvaged, as an unconstrained small model writes it
+        with contextlib.suppress(ValueError):
+            score = float(score.strip())
     if isinstance(score, bool) or not isinstance(score, int | float) or not math.isfinite(score):
         raise OutputError("invalid_output", f"candidate {label}: score must be a number")
     if not 0 <= score <= 100:

@@ -8,7 +8,14 @@ The one failure policy of the service lives here (SDK retries are off):
   * successful answers are cached; failures never are;
   * a call nobody waits for any more (its requests disconnected or passed their deadline) is cancelled.
 
-Admission control (``Slots.reserve``) admits the calls a request needs before any starts, or refuses at once.
+Admission control (``Slots.reserve``) admits the calls a request needs before any starts, or refuses at once: one
+reservation per call task the request starts, released exactly once when the task ends. A call waiting for a slot
+that can no longer meet its deadline is shed (``Shed``: a 503 run failure with Retry-After).
+
+What calls cost (``security.spend``): every attempt, retries included, is counted against the current request's
+meter before it is made (and not made once the meter is spent: ``over_limit``). A call is charged to the request
+that started it; a request that joins another request's call in flight, or a second run of the same call in one
+request, gets the answer as a cache hit (``cached``, no usage), as it would from the shared cache.
 """
 
 from __future__ import annotations
@@ -16,12 +23,14 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 from functools import partial
 from typing import Protocol
 
 from pcfjudge.backends.base import BackendError, BackendTimeout, Refused, Truncated
 from pcfjudge.backends.registry import ResolvedModel
+from pcfjudge.backends.slots import Shed
 from pcfjudge.cache.base import PARSED, CacheValue
 from pcfjudge.cache.flight import SharedFlight
 from pcfjudge.judging.calls import CallOutcome as CallOutcome  # re-exported: the judges and eval import them here
@@ -29,7 +38,15 @@ from pcfjudge.judging.calls import CallSpec as CallSpec
 from pcfjudge.judging.calls import from_cache
 from pcfjudge.judging.parse import OutputError
 from pcfjudge.observe import NOOP, Observer
+from pcfjudge.security import spend
 from pcfjudge.types import CacheMode, Usage
+
+
+class OverLimit(BackendError):
+    """The request's call allowance is spent: the attempt (a retry, usually) is not made."""
+
+    kind = "over_limit"
+    status = 502
 
 
 class CallCache(Protocol):
@@ -63,6 +80,8 @@ class Runner:
         self.cache = cache
         # checked once: a runtime Protocol isinstance is not cheap
         self._flight: SharedFlight | None = cache if isinstance(cache, SharedFlight) else None
+        # A cache kept per API key (PCFJ_CACHE_PER_KEY) keeps the calls in flight apart by the same key.
+        self._scoped: Callable[[str], str] = getattr(cache, "scoped", _same)
         self.max_retries = max_retries
         self.retry_base_s = retry_base_s
         self.retry_max_s = retry_max_s
@@ -95,9 +114,18 @@ class Runner:
         if not misses:
             return [o for o in outcomes if o is not None]
         loop = asyncio.get_running_loop()
-        new_keys = {specs[i].key for i in misses if cache_mode == "bypass" or specs[i].key not in self._inflight}
-        model.limit.reserve(len(new_keys), deadline - loop.time())
-        pending = {i: self._join(specs[i], model, deadline, cache_mode) for i in misses}
+        # No await from here until every task exists: the count reserved is the count of tasks started below.
+        flights = [self._scoped(specs[i].key) for i in misses] if cache_mode != "bypass" else []
+        starts = len(misses) if cache_mode == "bypass" else len({f for f in flights if f not in self._inflight})
+        model.limit.reserve(starts, deadline - loop.time())
+        pending: dict[int, asyncio.Task[CallOutcome]] = {}
+        owned: set[int] = set()  # runs whose call this request started (the others share a call in flight)
+        for n, i in enumerate(misses):
+            task, started = self._join(specs[i], flights[n] if flights else None, model, deadline, cache_mode)
+            pending[i] = task
+            if started:
+                owned.add(i)
+        assert len(owned) == starts, "call tasks started must match the reservation"
         try:
             # asyncio.wait never cancels what it waits for: a shared call outlives this request's deadline or exit
             await asyncio.wait(pending.values(), timeout=max(0.0, deadline - loop.time()))
@@ -106,26 +134,29 @@ class Runner:
                 self._leave(task)
         for i, task in pending.items():
             if task.done() and not task.cancelled():
-                outcomes[i] = task.result()
+                outcome = task.result()
+                outcomes[i] = outcome if i in owned or outcome.answer is None else _shared(outcome)
             else:
                 outcomes[i] = _failure(BackendTimeout("request deadline passed before the call finished"), 0.0)
         return [o for o in outcomes if o is not None]  # every slot is filled above
 
     def _join(
-        self, spec: CallSpec, model: ResolvedModel, deadline: float, cache_mode: CacheMode
-    ) -> asyncio.Task[CallOutcome]:
-        """The task making ``spec``'s call, shared by every request waiting for the same key in this process."""
-        task = self._inflight.get(spec.key) if cache_mode != "bypass" else None
+        self, spec: CallSpec, flight: str | None, model: ResolvedModel, deadline: float, cache_mode: CacheMode
+    ) -> tuple[asyncio.Task[CallOutcome], bool]:
+        """The task making ``spec``'s call, shared by every request waiting for the same key (``flight``) in this
+        process, and whether this call started it (it then holds one reservation, released when it ends)."""
+        task = self._inflight.get(flight) if flight is not None else None
+        started = task is None
         if task is not None:
             self.observer.single_flight_wait()
         else:
             task = asyncio.create_task(self._call_once(spec, model, deadline, cache_mode))
             task.add_done_callback(lambda _t: model.limit.release(1))
-            if cache_mode != "bypass":
-                self._inflight[spec.key] = task
-                task.add_done_callback(partial(self._forget, spec.key))
+            if flight is not None:
+                self._inflight[flight] = task
+                task.add_done_callback(partial(self._forget, flight))
         self._waiters[task] = self._waiters.get(task, 0) + 1
-        return task
+        return task, started
 
     def _leave(self, task: asyncio.Task[CallOutcome]) -> None:
         """One request stopped waiting for ``task``; the last one to leave cancels it if it is still running."""
@@ -169,7 +200,10 @@ class Runner:
             call_started = time.perf_counter()
             try:
                 async with asyncio.timeout(remaining):  # waiting for a slot counts against the deadline
-                    async with model.limit.slot():
+                    async with model.limit.slot(deadline):
+                        refused = spend.try_call()  # every attempt is counted; none is made past the allowance
+                        if refused is not None:
+                            raise OverLimit(f"the request's backend calls ({refused}) are spent; no retry left")
                         completion = await model.backend.complete(spec.call)
                 usage = usage + completion.usage
                 answer = spec.validate(completion.text)
@@ -178,6 +212,8 @@ class Runner:
                 exc: BackendError | OutputError = BackendTimeout(
                     f"no answer within the request deadline ({remaining:.1f}s, including the wait for a free slot)"
                 )
+            except (Shed, OverLimit) as err:  # no call was made
+                return _failure(err, started, usage)
             except (BackendError, OutputError) as err:
                 exc = err
             else:
@@ -218,6 +254,15 @@ class Runner:
     async def aclose(self) -> None:
         for task in list(self._inflight.values()):
             task.cancel()
+
+
+def _same(key: str) -> str:
+    return key
+
+
+def _shared(outcome: CallOutcome) -> CallOutcome:
+    """Another run's answer, as a cache hit: the call is charged to (and its usage reported by) its owner."""
+    return replace(outcome, cached=True, usage=Usage())
 
 
 def _ms(started: float) -> float:

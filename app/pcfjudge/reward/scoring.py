@@ -162,15 +162,16 @@ async def _judge_chunk(
     judge: Judge, spec: GroupSpec, texts: list[str], counts: Counter[str]
 ) -> tuple[dict[str, MemberOutcome], GroupUsage]:
     n = len(texts)
+    style = judge.style(None, "reward")  # rewards are numbers: no rationales unless PCFJ_RATIONALES says
     base = MemberOutcome(
         group_size=sum(counts[t] for t in texts),
         candidates=n,
         scoring="group" if n > 1 else "pointwise",
         k=min(spec.k, perms.max_k(n)),
-        prompt_version=listwise_version(spec.reference),
+        prompt_version=listwise_version(spec.reference, style),
     )
     ids = [str(i) for i in range(n)]
-    task = ListwiseTask(spec.prompt, ids, texts, k=spec.k, model=spec.model, reference=spec.reference)
+    task = ListwiseTask(spec.prompt, ids, texts, k=spec.k, model=spec.model, reference=spec.reference, style=style)
     try:
         result = await judge.listwise(task)
     except (JudgingFailed, Refusal) as exc:
