@@ -49,6 +49,10 @@ def _serve(args: argparse.Namespace) -> int:
         # Safety: headers within PCFJ_HEADER_TIMEOUT_S (pcfjudge.server), idle keep-alive closed, our access log
         http="pcfjudge.server:HeaderTimeoutProtocol",
         timeout_keep_alive=max(1, round(settings.keep_alive_s)),
+        # X-Forwarded-For only from PCFJ_TRUSTED_PROXIES: uvicorn alone trusts 127.0.0.1, so a same-host proxy,
+        # sidecar or port-forward would let any client name its own address (and dodge the per-address quota)
+        proxy_headers=bool(settings.trusted_proxies),
+        forwarded_allow_ips=settings.trusted_proxies or None,
         access_log=False,
         log_config=log_config(args.log_format or settings.log_format, args.log_level),
         # SIGTERM: stop accepting, let in-flight requests finish for up to the grace, cancel the rest, exit 0
@@ -130,6 +134,9 @@ def build_parser() -> argparse.ArgumentParser:
     from pcfjudge.cli_judge import add_judge_command
 
     add_judge_command(sub)
+    from pcfjudge.batch.cli import add_batch_command
+
+    add_batch_command(sub)
     return parser
 
 
