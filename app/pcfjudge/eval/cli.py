@@ -85,6 +85,16 @@ def _common(parser: argparse.ArgumentParser, default_model: str) -> None:
     parser.add_argument("--yes", action="store_true", help="skip the cost confirmation before a paid run")
     parser.add_argument("--concurrency", type=int, default=4, help="items judged at once (default 4)")
     parser.add_argument("--timeout", type=float, default=600.0, help="deadline per judging request, seconds")
+    parser.add_argument(
+        "--batch",
+        nargs="?",
+        const="api",
+        choices=["api", "vllm"],
+        default=None,
+        help="make the calls offline first: the provider's batch API at the batch price (PCFJ_BATCH_PRICE_FACTOR), "
+        "or 'vllm' for a vllm run-batch file; waits, collects into the cache, then computes the same tables "
+        "(docs/batch.md)",
+    )
 
 
 def add_eval_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -181,13 +181,21 @@ async def collect(
             except ModelError as exc:
                 raise EvalError(str(exc)) from None
         price = price_for(settings, args.model)
-        estimate = collector.estimate(items, planner, log, settings.max_output_tokens)
-        if (gate := paid_run_gate(args.model, estimate, price, yes=args.yes)) is not None:
-            raise EvalError(gate)
+        judge = services.judge if services is not None else None
+        if getattr(args, "batch", None) is not None:
+            if services is None:
+                raise EvalError("--batch judges in process (it fills this machine's cache): drop --server")
+            from pcfjudge.batch.eval import fill_from_batches  # estimate at the batch price, submit, wait, collect
+
+            judge = await fill_from_batches(services, args, collector, items, log)  # answers from the batches only
+        else:
+            estimate = collector.estimate(items, planner, log, settings.max_output_tokens)
+            if (gate := paid_run_gate(args.model, estimate, price, yes=args.yes)) is not None:
+                raise EvalError(gate)
         progress = Progress(collector.missing(items, planner, log), desc, price)
         try:
             if services is not None:
-                session = Session(log, progress, planner, judge=services.judge, timeout_s=args.timeout)
+                session = Session(log, progress, planner, judge=judge, timeout_s=args.timeout)
                 return await judge_all(items, args.concurrency, partial(collector.judge, session))
             async with httpx.AsyncClient(base_url=args.server, timeout=args.timeout + 30) as client:
                 session = Session(log, progress, planner, client=client)

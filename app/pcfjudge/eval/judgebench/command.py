@@ -15,7 +15,7 @@ from pcfjudge.eval.progress import missing_eval_extra
 from pcfjudge.eval.runlog import LOG_NAME, RunLog
 from pcfjudge.settings import Settings
 
-OPTIONS = ("data", "model", "limit", "out", "server", "concurrency")
+OPTIONS = ("data", "model", "limit", "out", "server", "concurrency", "batch")
 
 
 def run_judgebench(args: argparse.Namespace) -> int:

@@ -28,6 +28,7 @@ OPTIONS = (
     "out",
     "server",
     "concurrency",
+    "batch",
 )
 
 
