@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from pcfjudge.judging.parse import OutputError, parse_listwise
+from pcfjudge.judging.parse import OutputError, load_json_object, parse_listwise, validate_listwise
 from pcfjudge.judging.prompts import read_blocks, render_listwise
 
 
@@ -86,3 +86,34 @@ def test_nonce_is_per_render_and_text_containing_it_is_refused() -> None:
     assert new_nonce() != new_nonce()
     with pytest.raises(ValueError):
         block("CANDIDATE A", "abc 0123456789abcdef", "0123456789abcdef")
+
+
+ANSWER = '{"verdict": "A", "rationale": "ok"}'
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"<think>\nA is right because Paris.\n</think>\n\n{ANSWER}",  # a reasoning model without a reasoning parser
+        f"Let me think. Paris.\n</think>{ANSWER}",  # its chat template opened the block in the prompt
+        f"```json\n{ANSWER}\n```",
+        f"Here is my judgment:\n```\n{ANSWER}\n```\nHope this helps.",
+        f"Sure! {ANSWER} Anything else?",
+    ],
+)
+def test_real_engines_wrappings_around_the_json_are_read(text: str) -> None:
+    assert load_json_object(text) == {"verdict": "A", "rationale": "ok"}
+
+
+def test_an_unfinished_think_block_is_invalid_json_saying_so() -> None:
+    with pytest.raises(OutputError) as info:
+        load_json_object("<think>\nStill thinking about whether A or B is")
+    assert info.value.kind == "invalid_json" and "<think>" in info.value.detail
+
+
+def test_a_numeric_string_score_is_salvaged_and_a_wordy_one_is_not() -> None:
+    entry = {"major_error": False, "hallucinated_specificity": False, "calibrated_uncertainty": False}
+    parsed = validate_listwise({"candidates": {"A": {**entry, "score": "85"}, "B": {**entry, "score": 20}}}, "AB")
+    assert [j.score for j in parsed.judgments] == [85.0, 20.0] and parsed.rank_source == "scores"
+    with pytest.raises(OutputError, match="score must be a number"):
+        validate_listwise({"candidates": {"A": {**entry, "score": "high"}, "B": {**entry, "score": 20}}}, "AB")

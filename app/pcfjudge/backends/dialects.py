@@ -1,23 +1,25 @@
 """Structured-output dialects of OpenAI-compatible engines, and the safe automatic choice among them.
 
 Every engine that serves Chat Completions constrains the answer to a JSON schema, but each spells the request its
-own way (README "Local open-weight judges"; each shape below was read in the engine's own source):
+own way (docs "Local open-weight judges"; each shape below was read in the engine's own source):
 
     json_schema         response_format {"type": "json_schema", "json_schema": {"name", "schema", "strict"}}
                         OpenAI, vLLM, SGLang, llama.cpp's llama-server, Ollama's /v1 endpoint
     json_object_schema  response_format {"type": "json_object", "schema": …}    llama-cpp-python's server (and
                         llama-server, which takes both)
     structured_outputs  extra body {"structured_outputs": {"json": …}}           vLLM ≥ 0.10.2
-    guided_json         extra body {"guided_json": …}                            older vLLM
-    ollama_format       extra body {"format": …}                                 Ollama (its native field)
+    guided_json         extra body {"guided_json": …}                            vLLM before 0.12 (removed there)
+    ollama_format       extra body {"format": …}                                 Ollama's native field, for proxies
+                        that pass it on (its /v1 endpoint reads json_schema and ignores this)
     tgi_json            response_format {"type": "json", "value": …}             text-generation-inference
     json_object         response_format {"type": "json_object"}                  JSON mode, no schema
     prompt              nothing: the prompt's own answer template only
 
-``auto`` (the default) starts with ``json_schema`` and, when the engine answers 400/422 about the format, tries
-the next dialect of ``AUTO_CHAIN`` at once, then keeps the first one the engine accepts for the life of the
-process (``Dialects``). Only dialects an engine refuses loudly are in the chain, never one it would ignore
-silently (an extra body field): those are chosen by setting ``PCFJ_OPENAI_OUTPUT_MODE``.
+``auto`` (the default) starts with ``json_schema`` and, when the engine refuses the format (vLLM, SGLang and
+llama-server: 400; TGI: 422; llama-cpp-python 0.3: a 500 naming ``response_format``), tries the next dialect of
+``AUTO_CHAIN`` at once, then keeps the first one the engine accepts for the life of the process (``Dialects``).
+Only dialects an engine refuses loudly are in the chain, never an extra body field it would ignore silently
+(vLLM and Ollama accept unknown fields): those are chosen by setting ``PCFJ_OPENAI_OUTPUT_MODE``.
 """
 
 from __future__ import annotations
@@ -73,9 +75,12 @@ def without_max_length(schema: dict[str, Any]) -> dict[str, Any]:
 
 
 def refuses_format(status: int, message: str) -> bool:
-    """Whether an engine's 400/422 is about the structured-output request (so another dialect may work), as the
-    engines word it: pydantic's and serde's validation errors name the field or the unknown variant."""
+    """Whether an engine's error is about the structured-output request (so another dialect may work), as the
+    engines word it: pydantic's and serde's validation errors name the field or the unknown variant. A 400 or 422
+    as most send it; a 500 naming ``response_format`` as llama-cpp-python 0.3 sends its validation errors."""
     text = message.lower()
+    if status == 500:
+        return "response_format" in text
     return status in (400, 422) and any(word in text for word in _FORMAT_WORDS)
 
 

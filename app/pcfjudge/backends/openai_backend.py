@@ -2,10 +2,10 @@
 
 Chat Completions is the protocol vLLM, SGLang, llama.cpp, Ollama, TGI, LiteLLM and friends share, so one backend
 serves them all through ``PCFJ_OPENAI_BASE_URL``. The answer's JSON schema goes out in the engine's structured-output
-dialect (``dialects``: learned from the engine's first 400 under ``PCFJ_OPENAI_OUTPUT_MODE=auto``, or pinned);
+dialect (``dialects``: learned from the engine's first refusal under ``PCFJ_OPENAI_OUTPUT_MODE=auto``, or pinned);
 the judging layer validates the answer the same way in every dialect. The output cap goes out as
-``max_completion_tokens`` to OpenAI itself (its reasoning models refuse ``max_tokens``) and as both fields to any
-other engine (Ollama and llama.cpp read only ``max_tokens``).
+``max_completion_tokens`` to OpenAI itself (its reasoning models refuse ``max_tokens``) and as ``max_tokens`` to any
+other engine (Ollama and llama-cpp-python ignore ``max_completion_tokens``; TGI refuses the two together).
 
 Outcomes: ``finish_reason`` "length" → Truncated; a ``refusal`` or ``finish_reason`` "content_filter" → Refused;
 SDK errors → RateLimited / BackendTimeout / ProviderError (see ``sdkerrors``). SDK retries are off: the runner
@@ -89,10 +89,10 @@ class OpenAIBackend:
                 {"role": "system", "content": call.system},
                 {"role": "user", "content": call.user},
             ],
-            "max_completion_tokens": p.max_output_tokens,
         }
-        if not self.openai:
-            kwargs["max_tokens"] = p.max_output_tokens  # Ollama and llama.cpp read only this one
+        # OpenAI's reasoning models refuse max_tokens; Ollama and llama-cpp-python read only max_tokens, and TGI
+        # refuses both at once (an alias of one another): every other engine reads max_tokens.
+        kwargs["max_completion_tokens" if self.openai else "max_tokens"] = p.max_output_tokens
         if p.reasoning_effort is not None:
             kwargs["reasoning_effort"] = p.reasoning_effort
         if p.temperature is not None:  # None with an effort on OpenAI (its reasoning models refuse temperature)

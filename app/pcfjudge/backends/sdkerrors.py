@@ -73,7 +73,7 @@ def status_error(
     if status == 408:
         return BackendTimeout(f"{provider} request timeout (408): {said}")
     if status >= 500:
-        return ProviderError(f"{provider} server error ({status}): {said}")
+        return ProviderError(f"{provider} server error ({status}): {said}", status_code=status)
     if status in (401, 403):
         return ProviderError(
             f"{provider} rejected the credentials ({status}); check {key_env} on the server", retryable=False

@@ -321,10 +321,15 @@ def _listwise_head_v2(question: str, nonce: str, reference: str | None, n: int, 
     return system, "\n\n".join(parts)
 
 
+SCORE_SCHEMA: dict[str, Any] = {"type": "integer", "minimum": 0, "maximum": 100, "enum": list(range(101))}
+"""An integral score in 0-100, spelled out as an enum too: engines whose grammars ignore ``minimum``/``maximum``
+(llama-cpp-python 0.3 wrote a score of 123456789 under them) all honour an enum."""
+
+
 def listwise_schema_v2(labels: Sequence[str], *, rationales: bool = True) -> dict[str, Any]:
     """The v2 answer schema: one required property per label (integral score in 0-100 and the three flags, then a
     bounded rationale), and a ranking of exactly ``len(labels)`` labels."""
-    entry: dict[str, Any] = {"score": {"type": "integer", "minimum": 0, "maximum": 100}}
+    entry: dict[str, Any] = {"score": SCORE_SCHEMA}
     entry |= {flag: {"type": "boolean"} for flag in FLAGS}
     if rationales:
         entry["rationale"] = {"type": "string", "maxLength": RATIONALE_CHARS}
