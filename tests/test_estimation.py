@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
+from pcfjudge.eval.data import bundled
 from pcfjudge.judging.estimation import check_estimation, closed_answer, find_cue
 
-JUDGEBENCH = Path("/work/shared/data/judgebench")
+JUDGEBENCH = [bundled(name) for name in ("judgebench:gpt-4o", "judgebench:claude-3-5-sonnet")]  # pcfjudge/data/
 
 
 @pytest.mark.parametrize(
@@ -82,7 +82,7 @@ def test_the_request_can_force_the_decision_either_way() -> None:
 
 def _judgebench_questions() -> list[tuple[str, str]]:
     out = []
-    for path in sorted(JUDGEBENCH.glob("*.jsonl")):
+    for path in JUDGEBENCH:
         with path.open(encoding="utf-8") as handle:
             out.extend((json.loads(line)["source"], json.loads(line)["question"]) for line in handle if line.strip())
     return out
@@ -100,7 +100,6 @@ JUDGEBENCH_PROBES = (
 )
 
 
-@pytest.mark.skipif(not JUDGEBENCH.is_dir(), reason="JudgeBench data not present")
 def test_real_judgebench_questions_do_not_trigger() -> None:
     questions = _judgebench_questions()
     probes = {probe: [q for _, q in questions if probe in q] for probe in JUDGEBENCH_PROBES}

@@ -18,11 +18,11 @@ from pcfjudge.judging.types import CandidateJudgment, RunJudgments
 
 from tests.eval_synth import write_rewardbench2
 
-SAMPLE = Path("/work/shared/data/rewardbench2/factuality-sample.jsonl")
+SAMPLE = "rewardbench2:sample"  # bundled with the package (pcfjudge/data/)
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
-def run_rb2(data: Path, out: Path, *extra: str) -> int:
+def run_rb2(data: Path | str, out: Path, *extra: str) -> int:
     return main(["eval", "rewardbench2", "--data", str(data), "--out", str(out), "--concurrency", "8", *extra])
 
 
@@ -118,7 +118,7 @@ def test_rewardbench2_end_to_end_on_synthetic_items(tmp_path: Path) -> None:
     assert "![Paired gains against the direct judge](paired_gains.png)" in report
 
 
-def test_rewardbench2_on_the_shared_sample(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_rewardbench2_on_the_bundled_sample(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "sample"
     assert run_rb2(SAMPLE, out, "--k", "2,4", "--executions", "2") == 0
     printed = capsys.readouterr().out

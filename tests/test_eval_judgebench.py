@@ -1,4 +1,4 @@
-"""`pcfjudge eval judgebench` and `pcfjudge eval score` end to end (simulated judges, shared JudgeBench file)."""
+"""`pcfjudge eval judgebench` and `pcfjudge eval score` end to end (simulated judges, the bundled JudgeBench split)."""
 
 from __future__ import annotations
 
@@ -12,13 +12,13 @@ from pcfjudge.eval.metrics import judgebench_pair_score, source_macro
 from pcfjudge.eval.score import score_judgments_file
 from pcfjudge.judging import apoc
 
-JUDGEBENCH = Path("/work/shared/data/judgebench/judgebench-gpt-4o.jsonl")
+JUDGEBENCH = "judgebench:gpt-4o"  # bundled with the package (pcfjudge/data/)
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 LABEL = {"A": "A>B", "B": "B>A", "tie": "A=B"}
 
 
 def run_jb(out: Path, *extra: str) -> int:
-    return main(["eval", "judgebench", "--data", str(JUDGEBENCH), "--out", str(out), *extra])
+    return main(["eval", "judgebench", "--data", JUDGEBENCH, "--out", str(out), *extra])
 
 
 def lines_of(out: Path) -> list[dict[str, Any]]:

@@ -1,4 +1,4 @@
-"""Loaders against the shared benchmark files and small fixtures (JSONL, Parquet, malformed input)."""
+"""Loaders against the benchmark files bundled with the package and small fixtures (JSONL, Parquet, malformed input)."""
 
 from __future__ import annotations
 
@@ -7,13 +7,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pcfjudge.eval.data import bundled
 from pcfjudge.eval.judgebench.loader import load_judgebench
 from pcfjudge.eval.metrics import source_bucket
 from pcfjudge.eval.rewardbench2.loader import FactualityItem, load_rewardbench2
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
-RB2_SAMPLE = SHARED / "rewardbench2" / "factuality-sample.jsonl"
+RB2_SAMPLE = bundled("rewardbench2:sample")
 RB2_MINI = FIXTURES / "rewardbench2-mini.jsonl"
 
 
@@ -23,10 +23,10 @@ def _raw(path: Path) -> list[dict[str, Any]]:
 
 @pytest.mark.parametrize(
     ("name", "expected"),
-    [("judgebench-gpt-4o.jsonl", 350), ("judgebench-claude-3-5-sonnet.jsonl", 270)],
+    [("judgebench:gpt-4o", 350), ("judgebench:claude-3-5-sonnet", 270)],
 )
-def test_load_shared_judgebench(name: str, expected: int) -> None:
-    path = SHARED / "judgebench" / name
+def test_load_bundled_judgebench(name: str, expected: int) -> None:
+    path = bundled(name)
     pairs = load_judgebench(path)
     assert len(pairs) == expected
     assert len({pair.pair_id for pair in pairs}) == expected
@@ -46,7 +46,7 @@ def test_load_shared_judgebench(name: str, expected: int) -> None:
 
 
 def test_judgebench_original_id_and_limit() -> None:
-    path = SHARED / "judgebench" / "judgebench-gpt-4o.jsonl"
+    path = bundled("judgebench:gpt-4o")
     pairs = load_judgebench(path)
     assert all(p.original_id is None for p in pairs if p.source.startswith("live"))
     assert all(p.original_id and p.original_id.isdigit() for p in pairs if p.source.startswith("mmlu"))

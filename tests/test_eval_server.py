@@ -11,8 +11,8 @@ import pytest
 from pcfjudge.cli import main
 from pcfjudge.eval.progress import Estimate, paid_run_gate
 
-SAMPLE = Path("/work/shared/data/rewardbench2/factuality-sample.jsonl")
-JUDGEBENCH = Path("/work/shared/data/judgebench/judgebench-gpt-4o.jsonl")
+SAMPLE = "rewardbench2:sample"  # bundled with the package (pcfjudge/data/)
+JUDGEBENCH = "judgebench:gpt-4o"
 NUMBERS = ("n", "direct", "final", "diagnostic", "k_curve", "weights")
 
 
@@ -26,7 +26,7 @@ def local_and_remote(args: list[str], out: Path, server: str) -> tuple[dict[str,
 
 @pytest.mark.slow
 def test_rewardbench2_through_the_service_matches_in_process(serve_url: str, tmp_path: Path) -> None:
-    common = ["eval", "rewardbench2", "--data", str(SAMPLE), "--k", "2,3", "--executions", "2"]
+    common = ["eval", "rewardbench2", "--data", SAMPLE, "--k", "2,3", "--executions", "2"]
     local, remote = local_and_remote(common, tmp_path, serve_url)
     assert {k: local[k] for k in NUMBERS} == {k: remote[k] for k in NUMBERS}
     lines = (tmp_path / "remote" / "runs.jsonl").read_text().splitlines()
@@ -38,7 +38,7 @@ def test_rewardbench2_through_the_service_matches_in_process(serve_url: str, tmp
 
 @pytest.mark.slow
 def test_judgebench_through_the_service_matches_in_process(serve_url: str, tmp_path: Path) -> None:
-    common = ["eval", "judgebench", "--data", str(JUDGEBENCH), "--limit", "20", "--model", "sim:oracle"]
+    common = ["eval", "judgebench", "--data", JUDGEBENCH, "--limit", "20", "--model", "sim:oracle"]
     local, remote = local_and_remote(common, tmp_path, serve_url)
     for key in ("n", "direct", "apocjudge", "per_source", "judgebench_two_game", "protocol"):
         assert local[key] == remote[key]
@@ -46,7 +46,7 @@ def test_judgebench_through_the_service_matches_in_process(serve_url: str, tmp_p
 
 @pytest.mark.slow
 def test_a_refused_request_stops_the_run_with_the_services_reason(serve_url: str, tmp_path: Path) -> None:
-    args = ["eval", "judgebench", "--data", str(JUDGEBENCH), "--limit", "2", "--model", "sim:nope"]
+    args = ["eval", "judgebench", "--data", JUDGEBENCH, "--limit", "2", "--model", "sim:nope"]
     assert main([*args, "--out", str(tmp_path / "bad"), "--server", serve_url]) == 2
 
 

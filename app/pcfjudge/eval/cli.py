@@ -97,6 +97,14 @@ def _common(parser: argparse.ArgumentParser, default_model: str) -> None:
     )
 
 
+def _hub_repo(parser: argparse.ArgumentParser, repo: str) -> None:
+    parser.add_argument(
+        "--hub-repo",
+        default=None,
+        help=f"with --data hub: the dataset id, or a directory holding a downloaded copy of it (default {repo})",
+    )
+
+
 def add_eval_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``eval rewardbench2|judgebench|score`` under the ``pcfjudge`` parser."""
     evaluate = sub.add_parser("eval", help="reproduce the paper's tables (RewardBench 2, JudgeBench) or score a file")
@@ -108,9 +116,11 @@ def add_eval_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
     rb2.add_argument(
         "--data",
         required=True,
-        help="RewardBench 2 JSONL/Parquet file, 'hub' (allenai/reward-bench-2; needs the [hub] extra) or "
-        "'synthetic:N' (N generated items, for the simulated oracle judge)",
+        help="'rewardbench2:sample' (6 Factuality items shipped with pcfjudge), 'hub' (the full allenai/reward-bench-2; "
+        "needs the [hub] extra), 'synthetic:N' (N generated items, for the simulated oracle judge) or a "
+        "RewardBench 2 JSONL/Parquet file",
     )
+    _hub_repo(rb2, "allenai/reward-bench-2")
     _common(rb2, "sim:oracle")
     rb2.add_argument(
         "--k",
@@ -125,7 +135,13 @@ def add_eval_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
     rb2.set_defaults(func=_rewardbench2)
 
     jb = commands.add_parser("judgebench", help="APOCJudge vs direct on JudgeBench (paper Table 4)")
-    jb.add_argument("--data", required=True, help="a JudgeBench JSONL split")
+    jb.add_argument(
+        "--data",
+        required=True,
+        help="'judgebench:gpt-4o' (350 pairs) or 'judgebench:claude-3-5-sonnet' (270), both shipped with pcfjudge; "
+        "'hub' / 'hub:claude' (ScalerLab/JudgeBench from the hub; needs the [hub] extra) or a JudgeBench JSONL file",
+    )
+    _hub_repo(jb, "ScalerLab/JudgeBench")
     _common(jb, "sim:oracle")
     jb.set_defaults(func=_judgebench)
 

@@ -7,23 +7,31 @@ from functools import partial
 from pathlib import Path
 
 from pcfjudge.eval.cli import check_common, command_line
+from pcfjudge.eval.data import HubData, resolve
 from pcfjudge.eval.harness import check_manifest, collect, fail, run_logged
 from pcfjudge.eval.judgebench.collect import JbCollector
-from pcfjudge.eval.judgebench.loader import load_judgebench
+from pcfjudge.eval.judgebench.loader import JudgeBenchPair, load_judgebench, load_judgebench_hub
 from pcfjudge.eval.judgebench.report import JbMeta, build_summary, render_markdown, write_report
 from pcfjudge.eval.progress import missing_eval_extra
 from pcfjudge.eval.runlog import LOG_NAME, RunLog
 from pcfjudge.settings import Settings
 
-OPTIONS = ("data", "model", "limit", "out", "server", "concurrency", "batch")
+OPTIONS = ("data", "hub-repo", "model", "limit", "out", "server", "concurrency", "batch")
+
+
+def _load(args: argparse.Namespace) -> list[JudgeBenchPair]:
+    source = resolve("judgebench", args.data, args.hub_repo)
+    if isinstance(source, HubData):
+        return load_judgebench_hub(source, limit=args.limit)
+    return load_judgebench(source, limit=args.limit)
 
 
 def run_judgebench(args: argparse.Namespace) -> int:
     if (problem := missing_eval_extra() or check_common(args)) is not None:
         return fail(problem)
     try:
-        pairs = load_judgebench(Path(args.data), limit=args.limit)
-    except (OSError, ValueError) as exc:
+        pairs = _load(args)
+    except (OSError, ValueError, RuntimeError) as exc:
         return fail(str(exc))
     if not pairs:
         return fail(f"no pairs in {args.data}")

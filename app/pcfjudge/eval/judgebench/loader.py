@@ -1,13 +1,16 @@
-"""JudgeBench pairs (paper §4.4): one frozen ``JudgeBenchPair`` per line of a JudgeBench JSONL split.
+"""JudgeBench pairs (paper §4.4): one frozen ``JudgeBenchPair`` per record of a JudgeBench split (JSONL or the hub).
 
 Malformed input raises ValueError naming the file and line.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from pcfjudge.eval.data import HubData, hub_rows
 from pcfjudge.eval.records import check_limit, read_jsonl, str_field
 
 _LABELS = frozenset({"A>B", "B>A", "A=B"})
@@ -26,14 +29,13 @@ class JudgeBenchPair:
     label: str
 
 
-def load_judgebench(path: Path, limit: int | None = None) -> list[JudgeBenchPair]:
-    """Read the first ``limit`` pairs of a JudgeBench JSONL split (fields response_A/response_B, label)."""
+def judgebench_pairs(rows: Iterable[tuple[str, Mapping[str, Any]]], limit: int | None = None) -> list[JudgeBenchPair]:
+    """The first ``limit`` pairs of (where, record) rows (a file's lines or the hub's rows)."""
     check_limit(limit)
     pairs: list[JudgeBenchPair] = []
     if limit == 0:
         return pairs
-    for lineno, record in read_jsonl(path):
-        where = f"{path}:{lineno}"
+    for where, record in rows:
         label = str_field(record, "label", where)
         if label not in _LABELS:
             raise ValueError(f"{where}: unknown label {label!r}")
@@ -50,5 +52,16 @@ def load_judgebench(path: Path, limit: int | None = None) -> list[JudgeBenchPair
             )
         )
         if len(pairs) == limit:
-            break  # stop before reading further lines
+            break  # stop before reading further records
     return pairs
+
+
+def load_judgebench(path: Path, limit: int | None = None) -> list[JudgeBenchPair]:
+    """Read the first ``limit`` pairs of a JudgeBench JSONL split (fields response_A/response_B, label)."""
+    return judgebench_pairs(((f"{path}:{lineno}", record) for lineno, record in read_jsonl(path)), limit)
+
+
+def load_judgebench_hub(data: HubData, limit: int | None = None) -> list[JudgeBenchPair]:
+    """Like load_judgebench, from ``ScalerLab/JudgeBench`` on the Hugging Face hub (extra ``hub``) or a local copy."""
+    check_limit(limit)
+    return judgebench_pairs(hub_rows(data), limit)

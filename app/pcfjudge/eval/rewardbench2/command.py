@@ -7,6 +7,7 @@ from functools import partial
 from pathlib import Path
 
 from pcfjudge.eval.cli import check_common, command_line, parse_k_option
+from pcfjudge.eval.data import HubData, resolve
 from pcfjudge.eval.harness import check_manifest, collect, fail, run_logged
 from pcfjudge.eval.progress import missing_eval_extra
 from pcfjudge.eval.rewardbench2.collect import Rb2Collector, Rb2Plan
@@ -18,6 +19,7 @@ from pcfjudge.settings import Settings
 
 OPTIONS = (
     "data",
+    "hub-repo",
     "model",
     "k",
     "k-min",
@@ -33,11 +35,12 @@ OPTIONS = (
 
 
 def _load(args: argparse.Namespace) -> list[FactualityItem]:
-    if args.data == "hub":
-        return load_rewardbench2_hub(seed=args.seed, limit=args.limit)
     if args.data.startswith(PREFIX):
         return load_synthetic(args.data, seed=args.seed, limit=args.limit)
-    return load_rewardbench2(Path(args.data), seed=args.seed, limit=args.limit)
+    source = resolve("rewardbench2", args.data, args.hub_repo)
+    if isinstance(source, HubData):
+        return load_rewardbench2_hub(source, seed=args.seed, limit=args.limit)
+    return load_rewardbench2(source, seed=args.seed, limit=args.limit)
 
 
 def run_rewardbench2(args: argparse.Namespace) -> int:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pcfjudge.eval.data import HUB_REPOS, HubData, hub_rows
 from pcfjudge.eval.records import check_limit, read_jsonl, str_field
 
 
@@ -110,20 +111,10 @@ def load_rewardbench2(
 
 
 def load_rewardbench2_hub(
-    *, seed: int = 0, limit: int | None = None, subset: str = "Factuality", split: str = "test"
+    data: HubData | None = None, *, seed: int = 0, limit: int | None = None, subset: str = "Factuality"
 ) -> list[FactualityItem]:
-    """Like load_rewardbench2, but from ``allenai/reward-bench-2`` on the Hugging Face hub (extra ``hub``)."""
-    try:
-        import datasets
-    except ImportError as exc:
-        raise RuntimeError(
-            "loading RewardBench 2 from the hub needs `pip install 'pcfjudge[hub]'` and network access"
-        ) from exc
-    try:
-        dataset = datasets.load_dataset("allenai/reward-bench-2", split=split)
-    except Exception as exc:
-        raise RuntimeError(
-            f"could not load allenai/reward-bench-2 split {split!r} (network access is needed): {exc}"
-        ) from exc
-    rows = ((f"allenai/reward-bench-2[{split}] row {i}", row) for i, row in enumerate(dataset, start=1))
+    """Like load_rewardbench2, from ``allenai/reward-bench-2`` (split test) on the Hugging Face hub (extra ``hub``) or
+    a local copy of it (``data.repo`` a directory)."""
+    check_limit(limit)
+    rows = hub_rows(data or HubData(HUB_REPOS["rewardbench2"], "test"))
     return _to_items(rows, seed=seed, limit=limit, subset=subset)
