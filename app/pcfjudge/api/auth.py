@@ -4,7 +4,12 @@ With ``PCFJ_API_KEYS`` / ``PCFJ_API_KEYS_FILE`` set, every route except the open
 ``Authorization: Bearer <key>`` (or ``x-api-key``); otherwise 401 with ``WWW-Authenticate``. ``/metrics`` and
 ``/readyz`` need a key only with ``PCFJ_PROTECT_OPS=true``. The key's *name* becomes the request's identity for
 logs, metrics and quotas. With ``PCFJ_QUOTA_REQUESTS_PER_MIN`` each key (each client address without keys) gets that
-many requests per minute; past it, 429 with Retry-After.
+many requests per minute; past it, 429 with Retry-After. The client address is the peer's, or with
+``PCFJ_TRUSTED_PROXIES`` what a trusted proxy says in ``X-Forwarded-For`` (``pcfjudge serve`` passes the setting to
+uvicorn, which otherwise trusts 127.0.0.1).
+
+Then the door (``security.door``): POST requests in flight per process and per key; past either, 503 with
+Retry-After before the body is read.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from pcfjudge import context
 from pcfjudge.api.errors import json_response
+from pcfjudge.security.door import Door
 from pcfjudge.security.keys import presented_key
 from pcfjudge.services import Services
 
@@ -30,6 +36,7 @@ def is_open(path: str, protect_ops: bool) -> bool:
 class AuthMiddleware:
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
+        self.door: Door | None = None  # built from the settings on the first request (they come with the app)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -61,7 +68,21 @@ class AuthMiddleware:
                 body = {"error": "quota_exceeded", "detail": detail, "request_id": _rid(scope)}
                 await json_response(body, 429, headers)(scope, receive, send)
                 return
-        await self.app(scope, receive, send)
+        if scope.get("method") != "POST":
+            await self.app(scope, receive, send)
+            return
+        if self.door is None:
+            self.door = Door(settings.max_pending_requests, settings.pending_per_key())
+        tenant = ctx.key if ctx is not None and services.keys.enabled else None
+        refused = self.door.enter(tenant)
+        if refused is not None:
+            body = {"error": "overloaded", "detail": refused, "request_id": _rid(scope)}
+            await json_response(body, 503, {"Retry-After": "1", "Connection": "close"})(scope, receive, send)
+            return
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            self.door.leave(tenant)
 
     @staticmethod
     async def _unauthorized(scope: Scope, send: Send, presented: bool) -> None:

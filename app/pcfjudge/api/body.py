@@ -1,8 +1,11 @@
 """Request bodies and callers that leave (pure ASGI).
 
 * a body over ``max_bytes`` (declared or streamed) is refused with 413 before it is parsed;
-* a client that stops sending its body for ``body_timeout_s`` gets 408 (slow headers are cut off by the server's
-  protocol, see ``pcfjudge.server``);
+* a client that stops sending its body for ``body_timeout_s`` gets 408, and so does one whose whole body has not
+  arrived within ``PCFJ_BODY_DEADLINE_S`` however it trickles (slow headers are cut off by the server's protocol, see
+  ``pcfjudge.server``);
+* a JSON body must be strict JSON: a duplicate key in an object, or a ``NaN`` / ``Infinity`` literal (which Python's
+  parser accepts), is a 422 naming it (checked in one pass of the C parser with hooks, before the app parses it);
 * once the body is read, the connection is watched: when the client disconnects, the request's task is cancelled,
   and with it every backend call no other request is waiting for (see ``Runner.run``). The watch starts after
   ``WATCH_AFTER_S`` (50 ms), so a request answered sooner (a cache hit) costs no extra task.
@@ -12,6 +15,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
+import math
+from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -21,9 +27,16 @@ WATCH_AFTER_S = 0.05
 """A request still running after this long gets a task watching for its client's disconnect."""
 
 
+TEI_PATHS = frozenset({"/rerank"})
+"""Routes that answer errors in text-embeddings-inference's shape (``{"error", "error_type"}``)."""
+
+
 class BodyMiddleware:
-    def __init__(self, app: ASGIApp, max_bytes: int, body_timeout_s: float) -> None:
+    def __init__(
+        self, app: ASGIApp, max_bytes: int, body_timeout_s: float, body_deadline_s: float | None = None
+    ) -> None:
         self.app, self.max_bytes, self.body_timeout_s = app, max_bytes, body_timeout_s
+        self.body_deadline_s = body_deadline_s  # None: PCFJ_BODY_DEADLINE_S from the app's settings
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -33,10 +46,11 @@ class BodyMiddleware:
         if length is not None and length.isdigit() and int(length) > self.max_bytes:
             await self._reject(413, "body_too_large", self._too_large(), scope, send)
             return
+        deadline_s = self._deadline_s(scope)
         try:
-            body = await self._read(receive)
-        except TimeoutError:
-            detail = f"the request body did not arrive within {self.body_timeout_s:g}s; send it at once"
+            body = await self._read(receive, deadline_s)
+        except TimeoutError as exc:
+            detail = str(exc) or f"the request body did not arrive within {self.body_timeout_s:g}s; send it at once"
             await self._reject(408, "body_timeout", detail, scope, send)
             return
         if body is None:
@@ -44,15 +58,38 @@ class BodyMiddleware:
             return
         if not isinstance(body, bytes):  # the client left while sending
             return
+        problem = strict_json_problem(body) if body and _json_body(scope) else None
+        if problem is not None:
+            await self._invalid(problem, scope, send)
+            return
         await self._run_until_disconnect(scope, body, receive, send)
 
-    async def _read(self, receive: Receive) -> bytes | Message | None:
-        """The whole body; None when it is too large; the disconnect message if the client left."""
+    def _deadline_s(self, scope: Scope) -> float:
+        if self.body_deadline_s is not None:
+            return self.body_deadline_s
+        services = getattr(getattr(scope.get("app"), "state", None), "services", None)
+        deadline: float = getattr(getattr(services, "settings", None), "body_deadline_s", math.inf)
+        return deadline
+
+    async def _read(self, receive: Receive, deadline_s: float = math.inf) -> bytes | Message | None:
+        """The whole body; None when it is too large; the disconnect message if the client left. ``TimeoutError``
+        when a chunk is later than ``body_timeout_s`` or the whole body later than ``deadline_s``."""
         chunks: list[bytes] = []
         seen = 0
+        loop = asyncio.get_running_loop()
+        give_up = loop.time() + deadline_s
+        late = f"the request body did not arrive within {deadline_s:g}s in all (PCFJ_BODY_DEADLINE_S); send it at once"
         while True:
-            async with asyncio.timeout(self.body_timeout_s):
-                message = await receive()
+            left = give_up - loop.time()
+            if left <= 0:
+                raise TimeoutError(late)
+            try:
+                async with asyncio.timeout(min(self.body_timeout_s, left)):
+                    message = await receive()
+            except TimeoutError:
+                if left < self.body_timeout_s:
+                    raise TimeoutError(late) from None
+                raise
             if message["type"] != "http.request":
                 return message
             chunk = message.get("body", b"")
@@ -116,6 +153,19 @@ class BodyMiddleware:
         if left and task.uncancel() > 0:
             raise asyncio.CancelledError  # cancelled from outside as well
 
+    async def _invalid(self, problem: str, scope: Scope, send: Send) -> None:
+        detail = f"body: {problem}"
+        if scope.get("path") in TEI_PATHS:
+            await json_response({"error": detail, "error_type": "Validation"}, 422)(scope, _disconnected, send)
+            return
+        body = {
+            "error": "validation_error",
+            "detail": detail,
+            "errors": [{"field": "body", "message": problem}],
+            "request_id": scope.get("state", {}).get("request_id"),
+        }
+        await json_response(body, 422)(scope, _disconnected, send)
+
     def _too_large(self) -> str:
         return f"request body exceeds {self.max_bytes} bytes; send fewer or shorter texts (PCFJ_MAX_BODY_BYTES)"
 
@@ -126,3 +176,45 @@ class BodyMiddleware:
 
 async def _disconnected() -> Message:
     return {"type": "http.disconnect"}
+
+
+class _NotStrict(ValueError):
+    pass
+
+
+def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _NotStrict(f"duplicate key {key!r} in an object; send each field once")
+            seen.add(key)
+    return obj
+
+
+def _constant(name: str) -> Any:
+    raise _NotStrict(f"{name} is not a JSON number; send a finite number (or null)")
+
+
+def strict_json_problem(body: bytes) -> str | None:
+    """What makes ``body`` not strict JSON (a duplicate key, NaN or Infinity), or None; a body that is not JSON at
+    all is left to the app's parser (400 invalid_json)."""
+    try:
+        json.loads(body, object_pairs_hook=_pairs, parse_constant=_constant)
+    except _NotStrict as exc:
+        return str(exc)
+    except ValueError:  # not JSON (or not UTF-8): the app says so in its own words
+        return None
+    return None
+
+
+def _json_body(scope: Scope) -> bool:
+    """Whether the app will parse this body as JSON (FastAPI does for a JSON content type only)."""
+    if scope.get("method") not in ("POST", "PUT", "PATCH"):
+        return False
+    for name, value in scope.get("headers", ()):
+        if name == b"content-type":
+            kind: bytes = value.split(b";", 1)[0].strip().lower()
+            return kind == b"application/json" or kind.endswith(b"+json")
+    return False

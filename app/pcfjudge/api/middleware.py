@@ -4,10 +4,11 @@ on errors.
 * ``X-Request-ID``: the client's (printable, at most 64 characters) or a new one; in every response and log line;
 * an exception nothing else handled becomes a JSON 500 carrying the request id (body and header) and exactly one
   log line; it never reaches the server, so the keep-alive connection stays usable;
-* Prometheus: requests and latency by route template and status, requests by API key name, in-flight gauge;
-* admission at the door: past ``PCFJ_MAX_PENDING_REQUESTS`` POST requests in flight in this process, a new one is
-  answered 503 with Retry-After before its body is read (the call slots refuse what gets past, see
-  ``backends.slots``).
+* Prometheus: requests and latency by route template and status, requests by API key name, in-flight gauge.
+
+Admission at the door (``PCFJ_MAX_PENDING_REQUESTS`` in all, ``PCFJ_MAX_PENDING_PER_KEY`` per API key) needs the
+caller's key, so it sits in ``api.auth`` (see ``security.door``); the call slots refuse what gets past (see
+``backends.slots``).
 """
 
 from __future__ import annotations
@@ -47,10 +48,8 @@ def route_template(scope: Scope) -> str:
 
 
 class RequestMiddleware:
-    def __init__(self, app: ASGIApp, max_pending: int) -> None:
-        self.app = app
-        self.max_pending = max_pending
-        self.pending = 0  # POST requests in flight
+    def __init__(self, app: ASGIApp, max_pending: int | None = None) -> None:
+        self.app = app  # ``max_pending`` is the door's, now in ``api.auth``: accepted for the app factory's sake
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -73,14 +72,9 @@ class RequestMiddleware:
 
         if gauge is not None:
             gauge.inc()
-        posted = scope.get("method") == "POST"
-        self.pending += posted
         with context.serving(context.RequestContext(rid)) as ctx:
             try:
-                if posted and self.pending > self.max_pending:
-                    await self._busy(scope, receive, send_with_id, rid)
-                else:
-                    await self.app(scope, receive, send_with_id)
+                await self.app(scope, receive, send_with_id)
             except Exception as exc:  # the last word: a JSON 500, one log line, a connection still usable
                 _log_unhandled(exc, rid)
                 if status[0] == 0:
@@ -89,15 +83,9 @@ class RequestMiddleware:
                     body = {"error": "internal_error", "detail": detail, "request_id": rid}
                     await json_response(body, 500)(scope, receive, send_with_id)
             finally:
-                self.pending -= posted
                 if gauge is not None:
                     gauge.dec()
                 self._record(scope, ctx, status[0] or 499, time.perf_counter() - started, tracked)
-
-    async def _busy(self, scope: Scope, receive: Receive, send: Send, rid: str) -> None:
-        detail = f"this replica has {self.max_pending} requests in flight (PCFJ_MAX_PENDING_REQUESTS); retry later"
-        body = {"error": "overloaded", "detail": detail, "request_id": rid}
-        await json_response(body, 503, {"Retry-After": "1", "Connection": "close"})(scope, receive, send)
 
     @staticmethod
     def _record(scope: Scope, ctx: context.RequestContext, status: int, seconds: float, tracked: bool) -> None:

@@ -4,12 +4,20 @@
 ``services.rewards`` (which collects incomplete groups across requests) and shapes one result per sample. A failed
 group gives its samples ``reward: null`` and an ``error``; when every sample failed the request answers with the
 failure's status (503 with Retry-After when overloaded) so clients' retry loops retry.
+
+Limits, checked before any work (every reward front door goes through ``check_samples`` and ``plan``):
+``PCFJ_MAX_SAMPLES_PER_REQUEST`` samples (413), ``PCFJ_MAX_REWARD_CALLS_PER_REQUEST`` backend calls for all the
+groups together (422; each group also within ``PCFJ_MAX_CALLS_PER_REQUEST``, retries included at run time), and
+``PCFJ_MAX_WAITING_MEMBERS_PER_KEY`` samples of one key waiting for their groups' other members (503).
 """
 
 from __future__ import annotations
 
+import math
+import weakref
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from fastapi import APIRouter, Request
@@ -28,8 +36,12 @@ from pcfjudge.api.reward_schemas import (
     SampleError,
 )
 from pcfjudge.api.validate import resolve_model
+from pcfjudge.judging import permutations as perms
+from pcfjudge.refusal import Refusal
+from pcfjudge.reward.collector import note_of
 from pcfjudge.reward.scoring import Failure, GroupSpec, GroupUsage, GroupVerdict, MemberOutcome
-from pcfjudge.reward.service import GroupRequest
+from pcfjudge.reward.service import GroupRequest, Rewards
+from pcfjudge.security import spend
 from pcfjudge.services import Services
 
 router = APIRouter()
@@ -70,6 +82,7 @@ class Judged:
 @router.post("/v1/reward", response_model=RewardResponse, responses=ERROR_RESPONSES)
 async def reward_route(body: RewardRequest, request: Request, services: ServicesDep) -> RewardResponse:
     """Rewards (0-1) for completions; samples of a group (default: same prompt) are judged together, K calls a group."""
+    check_samples(services, len(body.samples), "samples")
     items = [Item(s.prompt, s.response, s.reference, s.group) for s in body.samples]
     judged = await judge_plan(services, plan(services, body, items, "samples"))
     if len(judged.failures) == len(judged.samples):
@@ -84,9 +97,21 @@ async def reward_route(body: RewardRequest, request: Request, services: Services
     )
 
 
+def check_samples(services: Services, n: int, field: str) -> None:
+    """At most PCFJ_MAX_SAMPLES_PER_REQUEST samples (413 naming the limit), checked before anything is done."""
+    limit = services.settings.max_samples_per_request
+    if n > limit:
+        detail = (
+            f"{field}: {n} samples > the limit of {limit} per request (PCFJ_MAX_SAMPLES_PER_REQUEST); send the batch "
+            "in several requests, whole groups in each"
+        )
+        raise ApiError(413, "too_many_samples", detail, field=field)
+
+
 def plan(services: Services, options: RewardOptions, items: Sequence[Item], field: str) -> Plan:
     """Group and check the samples (422 naming the field for anything the service cannot do)."""
     s = services.settings
+    check_samples(services, len(items), field)
     size = options.group_size or s.reward_group_size
     if size > s.max_candidates:
         raise client_error("group_size", f"at most {s.max_candidates} (PCFJ_MAX_CANDIDATES); got {size}")
@@ -116,7 +141,24 @@ def plan(services: Services, options: RewardOptions, items: Sequence[Item], fiel
             where_ = f"group {group.label!r}" if group.label else "a prompt"
             detail = f"{where_} has {distinct} distinct responses; at most {s.max_candidates} (PCFJ_MAX_CANDIDATES)"
             raise client_error(field, detail)
+    calls = sum(planned_calls(g, size, k, s.max_candidates) for g in groups)
+    if calls > s.max_reward_calls_per_request:
+        detail = (
+            f"{field}: this request's {len(groups)} groups need up to {calls} backend calls; the limit is "
+            f"{s.max_reward_calls_per_request} per request (PCFJ_MAX_REWARD_CALLS_PER_REQUEST); send fewer groups "
+            "per request or lower k"
+        )
+        raise ApiError(422, "over_limit", detail, field=field)
     return Plan(model, options.reward, size, wait_ms / 1000, groups, where, list(items))
+
+
+def planned_calls(group: GroupRequest, size: int, k: int, max_candidates: int) -> int:
+    """The most backend calls judging ``group`` can take: K per chunk of candidates (1 for a lone response); a group
+    that waits for other requests' members is counted at the size it waits for."""
+    distinct = len(set(group.texts))
+    members = max(distinct, size) if len(group.texts) < size else distinct
+    chunks = math.ceil(members / max_candidates)
+    return chunks * min(k, perms.max_k(math.ceil(members / chunks)))
 
 
 def _check_lengths(services: Services, item: Item, field: str) -> None:
@@ -130,15 +172,53 @@ def _check_lengths(services: Services, item: Item, field: str) -> None:
 
 async def judge_plan(services: Services, plan: Plan) -> Judged:
     """Judge (or collect) every group and shape one result per sample, in order."""
-    verdicts = await services.rewards.judge_groups(plan.groups, size=plan.size, wait_s=plan.wait_s)
+    s = services.settings
+    allowance = spend.Meter(s.max_reward_calls_per_request, "PCFJ_MAX_REWARD_CALLS_PER_REQUEST", spend.current())
+    with _waiting(services, plan), spend.metering(allowance):
+        verdicts = await services.rewards.judge_groups(plan.groups, size=plan.size, wait_s=plan.wait_s)
     samples, failures = [], []
     for item, g in zip(plan.items, plan.where, strict=True):
         outcome = verdicts[g].outcome(item.response)
         assert outcome is not None  # Rewards judges any member a collected verdict lacks
-        samples.append(sample_result(outcome, plan.mode, plan.groups[g].spec.reference is not None))
+        result = sample_result(outcome, plan.mode, plan.groups[g].spec.reference is not None)
+        result.group_note = note_of(verdicts[g])
+        samples.append(result)
         if outcome.failure is not None:
             failures.append(outcome.failure)
     return Judged(plan.model, samples, _usage(verdicts), failures)
+
+
+_WAITING: weakref.WeakKeyDictionary[Rewards, Counter[str]] = weakref.WeakKeyDictionary()
+"""Samples waiting for their groups' other members, per API key (tenant), per app's rewards."""
+
+
+@contextmanager
+def _waiting(services: Services, plan: Plan) -> Iterator[None]:
+    """Count this request's samples that wait for other requests' members against its key's
+    PCFJ_MAX_WAITING_MEMBERS_PER_KEY while they wait (503 with Retry-After past it)."""
+    collected = [g for g in plan.groups if len(g.texts) < plan.size]
+    n = sum(len(g.texts) for g in collected)
+    if n == 0:
+        yield
+        return
+    tenant = collected[0].spec.tenant
+    waiting = _WAITING.setdefault(services.rewards, Counter())
+    limit = services.settings.max_waiting_members_per_key
+    if waiting[tenant] + n > limit:
+        raise Refusal(
+            503,
+            "overloaded",
+            f"this API key has {waiting[tenant]} samples waiting for their groups' other members; at most {limit} "
+            "may wait (PCFJ_MAX_WAITING_MEMBERS_PER_KEY); retry once groups have filled",
+            retry_after=max(1.0, min(plan.wait_s, 30.0)),
+        )
+    waiting[tenant] += n
+    try:
+        yield
+    finally:
+        waiting[tenant] -= n
+        if waiting[tenant] <= 0:
+            del waiting[tenant]
 
 
 def sample_result(outcome: MemberOutcome, mode: RewardMode, reference: bool) -> RewardSampleResult:

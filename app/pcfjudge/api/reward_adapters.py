@@ -21,7 +21,7 @@ from fastapi import APIRouter, Depends, Query
 from pcfjudge.api.deps import ServicesDep
 from pcfjudge.api.errors import client_error
 from pcfjudge.api.listwise import ERROR_RESPONSES
-from pcfjudge.api.reward import Item, failure_error, judge_plan, plan
+from pcfjudge.api.reward import Item, check_samples, failure_error, judge_plan, plan
 from pcfjudge.api.reward_schemas import (
     OpenRLHFRequest,
     OpenRLHFResponse,
@@ -53,6 +53,7 @@ OptionsDep = Annotated[RewardOptions, Depends(query_options)]
 async def openrlhf_route(body: OpenRLHFRequest, options: OptionsDep, services: ServicesDep) -> OpenRLHFResponse:
     """OpenRLHF's remote reward model protocol (see the module docstring); 503 + Retry-After on judging failures."""
     n = len(body.query)
+    check_samples(services, n, "query")  # before any work on them
     if len(body.prompts) != n:
         raise client_error("prompts", f"send one prompt per query ({n} queries, {len(body.prompts)} prompts)")
     labels = body.labels if body.labels is not None else [None] * n
@@ -80,6 +81,7 @@ async def openrlhf_route(body: OpenRLHFRequest, options: OptionsDep, services: S
             "pcfj_group_size": [float(s.group_size) for s in judged.samples],
             "pcfj_pointwise": [float(s.scoring == "pointwise") for s in judged.samples],
             "pcfj_order_sensitive": [float(bool(s.order_sensitive)) for s in judged.samples],
+            "pcfj_group_fallback": [float(s.group_note is not None) for s in judged.samples],
         },
     )
 

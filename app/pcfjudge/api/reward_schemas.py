@@ -65,7 +65,11 @@ class RewardSample(Strict):
 
 
 class RewardRequest(RewardOptions):
-    samples: list[RewardSample] = Field(min_length=1, max_length=MAX_SAMPLES)
+    samples: list[RewardSample] = Field(
+        min_length=1,
+        description="At most PCFJ_MAX_SAMPLES_PER_REQUEST (default 512): more is a 413 naming the limit.",
+        json_schema_extra={"maxItems": MAX_SAMPLES},
+    )
 
 
 class SampleError(BaseModel):
@@ -90,6 +94,12 @@ class RewardSampleResult(BaseModel):
     k: int = Field(description="Permutations (calls) the group's judgment used.")
     prompt_version: str
     error: SampleError | None = None
+    group_note: str | None = Field(
+        default=None,
+        description="Set when the group could not be collected as asked (the shared rendezvous in Redis stayed "
+        "unreachable): the sample was judged with the members this replica had; it may also be judged with its "
+        "full group on another replica, and is never charged twice.",
+    )
 
 
 class RewardUsage(BaseModel):
@@ -114,8 +124,11 @@ class RewardResponse(BaseModel):
 class OpenRLHFRequest(Strict):
     """OpenRLHF's remote reward request: ``query`` is prompt + response (special tokens kept), one per sample."""
 
-    query: list[str]
-    prompts: list[str]
+    query: list[str] = Field(
+        description="At most PCFJ_MAX_SAMPLES_PER_REQUEST (default 512): more is a 413 naming the limit.",
+        json_schema_extra={"maxItems": MAX_SAMPLES},
+    )
+    prompts: list[str] = Field(json_schema_extra={"maxItems": MAX_SAMPLES})
     labels: list[str | int | float | None] | None = Field(
         default=None, description="One label per query (its reference; a dataset's numeric answers are written out)."
     )

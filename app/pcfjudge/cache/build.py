@@ -1,4 +1,5 @@
-"""Pick the cache from settings: the in-process LRU by default, memory in front of Redis with ``PCFJ_REDIS_URL``."""
+"""Pick the cache from settings: the in-process LRU by default, memory in front of Redis with ``PCFJ_REDIS_URL``;
+kept apart per API key with ``PCFJ_CACHE_PER_KEY`` (``cache.per_key``)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,15 @@ from pcfjudge.settings import Settings
 
 
 def build_cache(settings: Settings, observer: Observer = NOOP) -> Cache:
+    cache = _build(settings, observer)
+    if settings.cache_per_key:
+        from pcfjudge.cache.per_key import PerKeyCache
+
+        return PerKeyCache(cache)
+    return cache
+
+
+def _build(settings: Settings, observer: Observer) -> Cache:
     if not settings.redis_url:
         return MemoryCache(settings.cache_max_entries, settings.cache_ttl_s, observer=observer)
     from pcfjudge.cache.layered import LayeredCache

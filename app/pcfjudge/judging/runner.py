@@ -28,7 +28,7 @@ from dataclasses import replace
 from functools import partial
 from typing import Protocol
 
-from pcfjudge.backends.base import BackendError, BackendTimeout, Refused, Truncated
+from pcfjudge.backends.base import BackendError, BackendTimeout, Completion, Refused, Truncated
 from pcfjudge.backends.registry import ResolvedModel
 from pcfjudge.backends.slots import Shed
 from pcfjudge.cache.base import PARSED, CacheValue
@@ -199,12 +199,7 @@ class Runner:
                 return _failure(BackendTimeout("request deadline passed"), started, usage)
             call_started = time.perf_counter()
             try:
-                async with asyncio.timeout(remaining):  # waiting for a slot counts against the deadline
-                    async with model.limit.slot(deadline):
-                        refused = spend.try_call()  # every attempt is counted; none is made past the allowance
-                        if refused is not None:
-                            raise OverLimit(f"the request's backend calls ({refused}) are spent; no retry left")
-                        completion = await model.backend.complete(spec.call)
+                completion = await _attempt(spec, model, deadline, remaining)
                 usage = usage + completion.usage
                 answer = spec.validate(completion.text)
                 parsed = spec.decode(answer) if spec.decode is not None else None
@@ -212,39 +207,45 @@ class Runner:
                 exc: BackendError | OutputError = BackendTimeout(
                     f"no answer within the request deadline ({remaining:.1f}s, including the wait for a free slot)"
                 )
-            except (Shed, OverLimit) as err:  # no call was made
-                return _failure(err, started, usage)
             except (BackendError, OutputError) as err:
+                if isinstance(err, Shed | OverLimit):  # no call was made
+                    return _failure(err, started, usage)
                 exc = err
+                usage = usage + err.usage if isinstance(err, BackendError) else usage  # a failure may spend tokens
             else:
                 self.observer.backend_call(model, "ok", time.perf_counter() - call_started, completion.usage)
                 if cache_mode != "bypass":
-                    value = {
-                        "answer": answer,
-                        "usage": usage.as_dict(),
-                        "prompt_version": spec.prompt_version,
-                        "model": model.string,
-                    }
-                    if parsed is not None:
-                        value[PARSED] = parsed  # kept in process only (the Redis layer stores the JSON fields)
-                    await self.cache.set(spec.key, value)
+                    await self._store(spec, model, answer, parsed, usage)
                 return CallOutcome(answer=answer, parsed=parsed, latency_ms=_ms(started), usage=usage)
             kind = exc.kind if isinstance(exc, BackendError) else "parse_error"
             self.observer.backend_call(model, kind, time.perf_counter() - call_started, None)
-            if isinstance(exc, OutputError | Truncated):
+            if isinstance(exc, OutputError | Truncated):  # an unusable answer: retried once
                 if output_retried:
                     return _failure(exc, started, usage)
                 output_retried = True
                 self.observer.retry(model, kind)
                 continue
-            if isinstance(exc, Refused) or not exc.retryable or attempt >= self.max_retries:
-                return _failure(exc, started, usage)
             attempt += 1
             delay = self._backoff(attempt, exc.retry_after)
+            if isinstance(exc, Refused) or not exc.retryable or attempt > self.max_retries:
+                return _failure(exc, started, usage)
             if loop.time() + delay >= deadline:
                 return _failure(exc, started, usage)
             self.observer.retry(model, kind)
             await asyncio.sleep(delay)
+
+    async def _store(
+        self, spec: CallSpec, model: ResolvedModel, answer: dict[str, object], parsed: object, usage: Usage
+    ) -> None:
+        value = {
+            "answer": answer,
+            "usage": usage.as_dict(),
+            "prompt_version": spec.prompt_version,
+            "model": model.string,
+        }
+        if parsed is not None:
+            value[PARSED] = parsed  # kept in process only (the Redis layer stores the JSON fields)
+        await self.cache.set(spec.key, value)
 
     def _backoff(self, attempt: int, retry_after: float | None) -> float:
         base = min(self.retry_max_s, self.retry_base_s * 2.0 ** (attempt - 1))
@@ -254,6 +255,16 @@ class Runner:
     async def aclose(self) -> None:
         for task in list(self._inflight.values()):
             task.cancel()
+
+
+async def _attempt(spec: CallSpec, model: ResolvedModel, deadline: float, remaining: float) -> Completion:
+    """One backend attempt: wait for a slot (inside the deadline), count it against the request's meter, call."""
+    async with asyncio.timeout(remaining):  # waiting for a slot counts against the deadline
+        async with model.limit.slot(deadline):
+            refused = spend.try_call()  # every attempt is counted; none is made past the allowance
+            if refused is not None:
+                raise OverLimit(f"the request's backend calls ({refused}) are spent; no retry left")
+            return await model.backend.complete(spec.call)
 
 
 def _same(key: str) -> str:

@@ -20,6 +20,22 @@ from pcfjudge import metrics
 from pcfjudge.refusal import Refusal
 from pcfjudge.reward.scoring import GroupVerdict
 
+
+@dataclass(frozen=True, slots=True)
+class NotedVerdict(GroupVerdict):
+    """A verdict with a note for its members' rewards (e.g. the group could not be collected as asked)."""
+
+    note: str = ""
+
+
+def noted(verdict: GroupVerdict, note: str) -> GroupVerdict:
+    return NotedVerdict(verdict.model, verdict.outcomes, verdict.usage, note)
+
+
+def note_of(verdict: GroupVerdict) -> str | None:
+    return verdict.note if isinstance(verdict, NotedVerdict) else None
+
+
 JudgeFn = Callable[[list[str]], Awaitable[GroupVerdict]]
 """Judges the responses of a closed group (duplicates included) as one group."""
 

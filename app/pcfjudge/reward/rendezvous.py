@@ -13,7 +13,14 @@ members): it polls for the verdict and, once the wait has passed since its first
 judging replica judges in a task of its own (its caller may leave), publishes the verdict, failures included, and
 every replica's waiters read it. No verdict within the judging deadline after the close (the judging replica
 died): a watcher takes over and judges the closed members itself (backend calls are single-flighted through the
-shared cache). Redis down (errors, timeouts, breaker open): members fall back to the in-process collector.
+shared cache).
+
+Redis stalls and restarts: a command that timed out may still run once Redis answers again, so JOIN and CLOSE are
+idempotent (JOIN records its id in "j:<id>", a closer its id in "<gen>:j"; retried, they answer what the first try
+did) and every operation is retried until it succeeds, for up to ``PATIENCE_S`` since Redis stopped answering. A
+stall shorter than that neither splits a group nor judges a member twice. Redis unreachable for longer (or found
+down when a member arrives after that): members fall back to the in-process collector, and their rewards say so
+(``FALLBACK_NOTE``): such a member may also be judged with its full group on another replica once Redis is back.
 """
 
 from __future__ import annotations
@@ -25,27 +32,44 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from pcfjudge.cache.breaker import CircuitBreaker
 from pcfjudge.cache.redis_client import RedisClient, close
-from pcfjudge.reward.collector import JudgeFn, LocalCollector, settle
+from pcfjudge.reward.collector import JudgeFn, LocalCollector, noted, settle
 from pcfjudge.reward.scoring import GroupVerdict
 
 T = TypeVar("T")
 GRACE_S = 5.0
+PATIENCE_S = 10.0
+"""How long a stalled Redis is waited for (each operation retried) before members fall back to in-process groups."""
+PROBE_S = 1.0
+"""Once Redis has been down longer than ``PATIENCE_S``: at most one try per this long; other members fall back."""
+FALLBACK_NOTE = (
+    "grouped in process: the shared rendezvous (Redis) was unreachable, so this sample was judged with the members "
+    "this replica had; it may also be judged with its full group elsewhere (never charged twice)"
+)
 
-# KEYS = cur, open, res; ARGV = size, new gen id, open ms, res ms, response…
+# KEYS = cur, open, res; ARGV = size, join id (also the id of a generation it opens), open ms, res ms, response…
 _JOIN = """
+local known = redis.call('hget', KEYS[3], 'j:' .. ARGV[2])
+if known then
+  if redis.call('get', KEYS[1]) == known then return {0, known} end
+  if redis.call('hget', KEYS[3], known .. ':j') == ARGV[2] then
+    return {1, known, cjson.decode(redis.call('hget', KEYS[3], known .. ':m'))}
+  end
+  return {0, known}
+end
 local gen = redis.call('get', KEYS[1])
 if not gen then
   gen = ARGV[2]
   redis.call('del', KEYS[2])
 end
+redis.call('hset', KEYS[3], 'j:' .. ARGV[2], gen)
+redis.call('pexpire', KEYS[3], ARGV[4])
 local n = 0
 for i = 5, #ARGV do n = redis.call('rpush', KEYS[2], ARGV[i]) end
 if n >= tonumber(ARGV[1]) then
   local members = redis.call('lrange', KEYS[2], 0, -1)
   redis.call('del', KEYS[1], KEYS[2])
-  redis.call('hset', KEYS[3], gen .. ':m', cjson.encode(members))
+  redis.call('hset', KEYS[3], gen .. ':m', cjson.encode(members), gen .. ':j', ARGV[2])
   redis.call('pexpire', KEYS[3], ARGV[4])
   return {1, gen, members}
 end
@@ -53,14 +77,20 @@ redis.call('set', KEYS[1], gen, 'PX', ARGV[3])
 redis.call('pexpire', KEYS[2], ARGV[3])
 return {0, gen}
 """
-# KEYS = cur, open, res; ARGV = gen id, res ms. Closes the generation only if it is still the open one.
+# KEYS = cur, open, res; ARGV = gen id, res ms, closer id. Closes the generation only if it is still the open one
+# (or answers again what this closer's earlier try did).
 _CLOSE = """
-if redis.call('get', KEYS[1]) ~= ARGV[1] then return {0} end
-local members = redis.call('lrange', KEYS[2], 0, -1)
-redis.call('del', KEYS[1], KEYS[2])
-redis.call('hset', KEYS[3], ARGV[1] .. ':m', cjson.encode(members))
-redis.call('pexpire', KEYS[3], ARGV[2])
-return {1, members}
+if redis.call('get', KEYS[1]) == ARGV[1] then
+  local members = redis.call('lrange', KEYS[2], 0, -1)
+  redis.call('del', KEYS[1], KEYS[2])
+  redis.call('hset', KEYS[3], ARGV[1] .. ':m', cjson.encode(members), ARGV[1] .. ':j', ARGV[3])
+  redis.call('pexpire', KEYS[3], ARGV[2])
+  return {1, members}
+end
+if redis.call('hget', KEYS[3], ARGV[1] .. ':j') == ARGV[3] then
+  return {1, cjson.decode(redis.call('hget', KEYS[3], ARGV[1] .. ':m'))}
+end
+return {0}
 """
 
 # KEYS = res; ARGV = gen id, verdict, res ms.
@@ -68,7 +98,7 @@ _PUBLISH = "redis.call('hset', KEYS[1], ARGV[1], ARGV[2]) return redis.call('pex
 
 
 class RendezvousUnavailable(Exception):
-    """Redis failed, timed out, or its breaker is open."""
+    """Redis failed or timed out (for longer than the patience, where the operation was retried)."""
 
 
 @dataclass(slots=True)
@@ -86,7 +116,10 @@ def _text(value: Any) -> str:
 
 
 class RedisRendezvous:
-    """Collects groups across replicas (see the module docstring), falling back to ``local`` without Redis."""
+    """Collects groups across replicas (see the module docstring), falling back to ``local`` without Redis.
+
+    ``breaker_failures`` and ``breaker_cooldown_s`` are accepted for the settings' sake: a stall is ridden out for
+    ``patience_s`` instead of tripping a breaker (a split group costs more than a wait)."""
 
     def __init__(
         self,
@@ -98,29 +131,52 @@ class RedisRendezvous:
         breaker_failures: int = 3,
         breaker_cooldown_s: float = 5.0,
         poll_s: tuple[float, float] = (0.01, 0.2),
+        patience_s: float | None = None,
     ) -> None:
         self.client, self.local = client, local
         self.judge_timeout_s, self.op_timeout_s = judge_timeout_s, op_timeout_s
-        self.breaker = CircuitBreaker(breaker_failures, breaker_cooldown_s)
         self.poll_min_s, self.poll_max_s = poll_s
+        self.patience_s = PATIENCE_S if patience_s is None else patience_s
+        self.down_since: float | None = None  # loop time of the first failure since Redis last answered
+        self._last_try = 0.0
         self._watches: dict[tuple[str, str], _Watch] = {}
 
+    def _now(self) -> float:
+        return asyncio.get_running_loop().time()
+
+    def down_too_long(self) -> bool:
+        """Redis has not answered for longer than the patience: not a stall any more."""
+        return self.down_since is not None and self._now() - self.down_since > self.patience_s
+
     async def _run(self, op: Callable[[RedisClient], Awaitable[T]]) -> T:
-        if not self.breaker.allow():
-            raise RendezvousUnavailable("circuit breaker open")
-        probe = self.breaker.state == "half_open"
+        """One try of ``op``, bounded by the operation timeout."""
+        self._last_try = self._now()
         try:
             async with asyncio.timeout(self.op_timeout_s):
                 result = await op(self.client)
-        except Exception as exc:  # anything Redis or the client raises: fall back to in-process grouping
-            self.breaker.failure()
+        except Exception as exc:  # anything Redis or the client raises
+            if self.down_since is None:
+                self.down_since = self._last_try
             raise RendezvousUnavailable(f"{type(exc).__name__}: {exc}") from exc
-        except BaseException:
-            if probe:
-                self.breaker.abandon()
-            raise
-        self.breaker.success()
+        self.down_since = None
         return result
+
+    async def _patient(self, op: Callable[[RedisClient], Awaitable[T]]) -> T:
+        """``op`` (idempotent), retried until it succeeds while Redis has been down for less than the patience;
+        ``RendezvousUnavailable`` after that."""
+        if self.down_too_long():
+            if self._now() - self._last_try < PROBE_S:
+                raise RendezvousUnavailable(f"Redis has not answered for over {self.patience_s:g}s")
+            return await self._run(op)  # one probe: is it back?
+        delay = 0.05
+        while True:
+            try:
+                return await self._run(op)
+            except RendezvousUnavailable:
+                if self.down_too_long():
+                    raise
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 0.5)
 
     async def collect(self, key: str, texts: Sequence[str], size: int, wait_s: float, judge: JudgeFn) -> GroupVerdict:
         """Join the group ``key`` with ``texts`` and return its verdict, wherever it is judged. The join runs in a
@@ -130,16 +186,20 @@ class RedisRendezvous:
         self.local.spawn(lambda: settle(done, self._join(key, list(texts), size, wait_s, judge)))
         return await asyncio.shield(done)
 
+    async def _fallback(self, key: str, texts: list[str], size: int, wait_s: float, judge: JudgeFn) -> GroupVerdict:
+        self.local.count("fallback")
+        return noted(await self.local.collect(key, texts, size, max(0.0, wait_s), judge), FALLBACK_NOTE)
+
     async def _join(self, key: str, texts: list[str], size: int, wait_s: float, judge: JudgeFn) -> GroupVerdict:
         keys = _keys(key)
-        open_ms = round((2 * wait_s + GRACE_S) * 1000)
-        res_ms = round((2 * wait_s + self.judge_timeout_s + 12 * GRACE_S) * 1000)
-        gen_id = secrets.token_hex(8)
+        arrived = self._now()
+        open_ms = round((2 * wait_s + GRACE_S + self.patience_s) * 1000)
+        res_ms = round((2 * wait_s + self.judge_timeout_s + 12 * GRACE_S + self.patience_s) * 1000)
+        join_id = secrets.token_hex(8)  # the same id on every retry: a JOIN that ran already is not repeated
         try:
-            reply = await self._run(lambda c: c.eval(_JOIN, 3, *keys, size, gen_id, open_ms, res_ms, *texts))
+            reply = await self._patient(lambda c: c.eval(_JOIN, 3, *keys, size, join_id, open_ms, res_ms, *texts))
         except RendezvousUnavailable:
-            self.local.count("fallback")
-            return await self.local.collect(key, texts, size, wait_s, judge)
+            return await self._fallback(key, texts, size, wait_s - (self._now() - arrived), judge)
         gen = _text(reply[1])
         if reply[0] == 1:
             self.local.count("full")
@@ -147,7 +207,8 @@ class RedisRendezvous:
         watch = self._watches.get((key, gen))
         if watch is None:
             watch = self._watches[(key, gen)] = _Watch(list(texts), asyncio.get_running_loop().create_future())
-            self.local.spawn(lambda: self._watch(key, gen, size, wait_s, judge, watch))
+            close_at = arrived + wait_s
+            self.local.spawn(lambda: self._watch(key, gen, size, close_at, judge, watch))
         else:
             watch.texts.extend(texts)
         return await asyncio.shield(watch.done)
@@ -169,54 +230,57 @@ class RedisRendezvous:
         if watch is not None and not watch.done.done():
             watch.done.set_result(verdict)
         res, blob = _keys(key)[2], verdict.to_json()
-        res_ms = round((self.judge_timeout_s + 12 * GRACE_S) * 1000)
+        res_ms = round((self.judge_timeout_s + 12 * GRACE_S + self.patience_s) * 1000)
         try:
-            await self._run(lambda c: c.eval(_PUBLISH, 1, res, gen, blob, res_ms))
+            await self._patient(lambda c: c.eval(_PUBLISH, 1, res, gen, blob, res_ms))
         except RendezvousUnavailable:
             return  # other replicas' watchers take over when no verdict comes
 
-    async def _watch(self, key: str, gen: str, size: int, wait_s: float, judge: JudgeFn, watch: _Watch) -> None:
+    async def _watch(self, key: str, gen: str, size: int, close_at: float, judge: JudgeFn, watch: _Watch) -> None:
         try:
-            await settle(watch.done, self._await_group(key, gen, size, wait_s, judge, watch))
+            await settle(watch.done, self._await_group(key, gen, size, close_at, judge, watch))
         finally:
             self._watches.pop((key, gen), None)
 
     async def _await_group(
-        self, key: str, gen: str, size: int, wait_s: float, judge: JudgeFn, watch: _Watch
+        self, key: str, gen: str, size: int, close_at: float, judge: JudgeFn, watch: _Watch
     ) -> GroupVerdict:
-        loop = asyncio.get_running_loop()
-        close_at = loop.time() + wait_s
         keys = _keys(key)
+        closer = secrets.token_hex(8)
+        wait_s = close_at - self._now()
         try:
             verdict = await self._poll(keys[2], gen, close_at, watch)
             if verdict is not None:
                 return verdict
-            res_ms = round((wait_s + self.judge_timeout_s + 12 * GRACE_S) * 1000)
-            reply = await self._run(lambda c: c.eval(_CLOSE, 3, *keys, gen, res_ms))
+            res_ms = round((max(0.0, wait_s) + self.judge_timeout_s + 12 * GRACE_S + self.patience_s) * 1000)
+            reply = await self._patient(lambda c: c.eval(_CLOSE, 3, *keys, gen, res_ms, closer))
             if reply[0] == 1:
                 self.local.count("timeout")
                 return await self._judge(key, gen, [_text(m) for m in reply[1]], judge)
-            verdict = await self._poll(keys[2], gen, loop.time() + self.judge_timeout_s + GRACE_S, watch)
+            verdict = await self._poll(keys[2], gen, self._now() + self.judge_timeout_s + GRACE_S, watch)
             if verdict is not None:
                 return verdict
-            blob = await self._run(lambda c: c.hget(keys[2], f"{gen}:m"))
+            blob = await self._patient(lambda c: c.hget(keys[2], f"{gen}:m"))
         except RendezvousUnavailable:
-            self.local.count("fallback")
-            remaining = max(0.0, close_at - loop.time())
-            return await self.local.collect(key, list(watch.texts), size, remaining, judge)
+            return await self._fallback(key, list(watch.texts), size, close_at - self._now(), judge)
         self.local.count("takeover")
         members = [str(m) for m in json.loads(blob)] if blob else list(watch.texts)
         return await self._judge(key, gen, members, judge)
 
     async def _poll(self, res: str, gen: str, until: float, watch: _Watch) -> GroupVerdict | None:
-        """The published verdict of ``gen``, or None at ``until``; stops early once ``watch`` is resolved."""
-        loop = asyncio.get_running_loop()
+        """The published verdict of ``gen``, or None at ``until``; stops early once ``watch`` is resolved. A Redis
+        that does not answer is waited for (``RendezvousUnavailable`` once it has been down past the patience)."""
         delay = self.poll_min_s
         while not watch.done.done():
-            blob = await self._run(lambda c: c.hget(res, gen))
+            try:
+                blob = await self._run(lambda c: c.hget(res, gen))
+            except RendezvousUnavailable:
+                if self.down_too_long():
+                    raise
+                blob = None
             if blob is not None:
                 return GroupVerdict.from_json(blob)
-            remaining = until - loop.time()
+            remaining = until - self._now()
             if remaining <= 0:
                 return None
             await asyncio.sleep(min(remaining, delay))

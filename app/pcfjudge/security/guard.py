@@ -5,8 +5,9 @@
 * ``check_plan``: at most ``PCFJ_MAX_CALLS_PER_REQUEST`` planned calls and ``PCFJ_MAX_INPUT_TOKENS_PER_REQUEST``
   estimated input tokens, else 422 naming the cap and what the request would have needed;
 * ``charge``: the calling key's backend-calls-per-minute bucket (``PCFJ_QUOTA_CALLS_PER_MIN``) pays for every
-  planned call up front (429 with Retry-After when it cannot); the calls a request did not make (cache hits,
-  runs it did not need) are refunded when it ends.
+  planned call up front (429 with Retry-After when it cannot); when the judgment ends it is settled to the attempts
+  actually made (``security.spend``): calls it did not make (cache hits, calls shared with another request, runs it
+  did not need) are refunded, and retries beyond the plan are charged too (the bucket may go into debt).
 
 Input tokens are estimated as (prompt characters) / 4 per call, prompt characters being the texts plus the
 instructions of the prompt, measured once from the real template.
@@ -103,7 +104,8 @@ class Guard:
 
 
 class Charge:
-    """Calls taken from a quota; ``settle(made)`` refunds the ones a request did not make."""
+    """Calls taken from a quota; ``settle(made)`` refunds the ones a request did not make and charges the attempts it
+    made beyond them (retries)."""
 
     def __init__(self, guard: Guard, bucket: str, calls: int) -> None:
         self.guard, self.bucket, self.calls = guard, bucket, calls
@@ -111,5 +113,5 @@ class Charge:
     async def settle(self, made: int) -> None:
         unused = self.calls - made
         per_min = self.guard.settings.quota_calls_per_min
-        if unused > 0 and per_min is not None and self.bucket:
-            await self.guard.limiter.take(self.bucket, -unused, per_min)
+        if unused != 0 and per_min is not None and self.bucket:
+            await self.guard.limiter.take(self.bucket, -unused, per_min, force=True)
