@@ -1,6 +1,7 @@
 """``POST /rerank`` (text-embeddings-inference shape) and ``POST /v1/rerank`` + ``/v2/rerank`` (Cohere/Jina shape) on
 their documented examples: the same consensus as ``/judge/listwise`` on the same texts (relevance = consensus/100),
-best first, ties equal and in request order, and every error in the route's own error shape and status."""
+best first, ties equal and in request order, and every error in the route's own error shape and status. One document
+is judged pointwise, as a reward group of one; ``GET /info`` answers in TEI's shape."""
 
 from __future__ import annotations
 
@@ -87,7 +88,6 @@ async def test_tei_truncate_cuts_from_the_chosen_side(make_client: Any) -> None:
     ("body", "status", "error_type", "says"),
     [
         ({"query": "q", "texts": []}, 400, "Empty", "`texts` cannot be empty"),
-        ({"query": "q", "texts": ["one"]}, 422, "Validation", "at least 2"),
         ({"query": "q", "texts": [f"text {i}" for i in range(17)]}, 413, "Validation", "maximum allowed 16"),
         ({"query": "q"}, 422, "Validation", "texts: Field required"),
         ({"query": "q", "texts": ["a", "b"], "top_k": 1}, 422, "Validation", "top_k: unknown field"),
@@ -170,7 +170,6 @@ async def test_cohere_max_tokens_per_doc_cuts_documents(client: httpx.AsyncClien
     ("body", "status", "error", "says"),
     [
         ({"documents": [f"doc {i}" for i in range(17)]}, 413, "too_many_documents", "PCFJ_MAX_CANDIDATES"),
-        ({"documents": ["a"]}, 422, "validation_error", "at least 2"),
         ({"documents": ["a", {"title": "b"}]}, 422, "validation_error", "documents.1: has no field 'text'"),
         ({"relevant_spans": {"mode": "enabled"}}, 422, "validation_error", "relevant_spans"),
         ({"model": "openai:gpt-5.4"}, 422, "validation_error", "not configured"),
@@ -189,3 +188,91 @@ async def test_cohere_errors_name_the_field(
 async def test_tei_unreadable_body_is_a_tei_validation_error(client: httpx.AsyncClient) -> None:
     response = await client.post("/rerank", content=b"\xff2", headers={"content-type": "application/json"})
     assert response.status_code == 422 and set(response.json()) == {"error", "error_type"}
+
+
+# ── one document, and TEI's model info ─────────────────────────────────────────────────────────────────────────
+
+ONE = "Washington, D.C. is the capital of the United States."
+
+
+async def test_one_document_is_judged_pointwise_as_a_reward_group_of_one(client: httpx.AsyncClient) -> None:
+    """Every rerank route takes a single document: one call, relevance = the judge's score / 100, the very number
+    (and the very call: a cache hit) /v1/reward gives a one-sample group of the same prompt and response."""
+    tei = await client.post("/rerank", json={"query": COHERE_QUERY, "texts": [ONE], "pcfjudge": {}})
+    assert tei.status_code == 200, tei.text
+    (rank,) = tei.json()
+    detail = rank["pcfjudge"]
+    assert rank["index"] == 0 and rank["score"] == round(detail["mean_score"] / 100, 6)
+    raw = (await client.post("/rerank", json={"query": COHERE_QUERY, "texts": [ONE], "raw_scores": True})).json()
+    assert raw == [{"index": 0, "score": detail["mean_score"]}]  # the score itself, not the inflated consensus
+    for version in ("v1", "v2"):
+        cohere = await client.post(f"/{version}/rerank", json={"query": COHERE_QUERY, "documents": [{"text": ONE}]})
+        assert cohere.status_code == 200, cohere.text
+        assert cohere.json()["results"] == [{"index": 0, "relevance_score": rank["score"]}]
+    full = (await client.post("/v2/rerank", json={"query": COHERE_QUERY, "documents": [ONE], "pcfjudge": {}})).json()
+    assert (
+        full["pcfjudge"]["k"] == 1
+        and full["pcfjudge"]["usage"]["backend_calls"] + full["pcfjudge"]["usage"]["cache_hits"] == 1
+    )
+    reward = await client.post("/v1/reward", json={"samples": [{"prompt": COHERE_QUERY, "response": ONE}]})
+    assert reward.status_code == 200, reward.text
+    (sample,) = reward.json()["samples"]
+    assert sample["scoring"] == "pointwise" and sample["reward"] == rank["score"]
+    assert reward.json()["usage"]["cache_hits"] == 1 and reward.json()["usage"]["backend_calls"] == 0  # the same call
+
+
+async def test_one_document_refused_by_the_judge_fails_as_any_rerank_does(fake: FakeProvider) -> None:
+    fake.faults(always="500")
+    async with app_client(provider_settings("openai", fake, max_retries=0)) as client:
+        tei = await client.post("/rerank", json={"query": COHERE_QUERY, "texts": [ONE]})
+        cohere = await client.post("/v2/rerank", json={"query": COHERE_QUERY, "documents": [ONE]})
+    assert tei.status_code == 424 and tei.json()["error_type"] == "Backend", tei.text
+    assert cohere.status_code == 502 and cohere.json()["error"] == "backend_error", cohere.text
+
+
+async def test_two_documents_below_a_raised_minimum_are_still_refused(make_client: Any) -> None:
+    async with make_client(Settings(min_candidates=3)) as client:
+        two = await client.post("/v2/rerank", json={"query": COHERE_QUERY, "documents": ["a", "b"]})
+        one = await client.post("/v2/rerank", json={"query": COHERE_QUERY, "documents": [ONE]})
+    assert two.status_code == 422 and "send 1, or at least 3 (got 2)" in two.json()["detail"]
+    assert one.status_code == 200
+
+
+# Every key of text-embeddings-inference's ``Info`` (router/src/lib.rs, huggingface/text-embeddings-inference at
+# 0d124dc9773be6ac5a9a57d8439aba9bbbf33273), in its order; ``model_type`` is the externally tagged ModelType enum.
+TEI_INFO_KEYS = [
+    "model_id",
+    "model_sha",
+    "model_dtype",
+    "served_model_name",
+    "model_type",
+    "max_concurrent_requests",
+    "max_input_length",
+    "max_batch_tokens",
+    "max_batch_requests",
+    "max_client_batch_size",
+    "auto_truncate",
+    "tokenization_workers",
+    "version",
+    "sha",
+    "docker_label",
+]
+
+
+async def test_info_answers_every_key_tei_returns_as_a_reranker(make_client: Any) -> None:
+    async with make_client(Settings(max_candidates=12, max_pending_requests=40)) as client:
+        response = await client.get("/info")
+    assert response.status_code == 200, response.text
+    info = response.json()
+    assert list(info) == TEI_INFO_KEYS
+    assert info["model_type"] == {"reranker": {"id2label": {"0": "LABEL_0"}, "label2id": {"LABEL_0": 0}}}
+    assert info["model_id"] == info["served_model_name"] == "sim:default"
+    assert (info["max_client_batch_size"], info["max_concurrent_requests"], info["auto_truncate"]) == (12, 40, False)
+    assert isinstance(info["max_input_length"], int) and isinstance(info["version"], str)
+
+
+async def test_info_needs_a_key_when_the_service_does(make_client: Any) -> None:
+    async with make_client(Settings(api_keys="ops:sk-info-key")) as client:
+        refused = await client.get("/info")
+        allowed = await client.get("/info", headers={"authorization": "Bearer sk-info-key"})
+    assert refused.status_code == 401 and allowed.status_code == 200

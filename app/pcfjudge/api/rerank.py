@@ -1,5 +1,6 @@
-"""``POST /rerank`` (text-embeddings-inference shape) and ``POST /v1/rerank`` + ``POST /v2/rerank`` (Cohere/Jina
-shape): PCFJudge underneath (see ``rerank_core``). Field by field in ``rerank_schemas``.
+"""``POST /rerank`` + ``GET /info`` (text-embeddings-inference shape) and ``POST /v1/rerank`` + ``POST /v2/rerank``
+(Cohere/Jina shape): PCFJudge underneath (see ``rerank_core``; one document is judged pointwise). Field by field in
+``rerank_schemas``.
 
 TEI's errors are ``{"error": message, "error_type": kind}`` with TEI's statuses: 400 Empty (no texts), 413
 Validation (more texts than the limit), 422 Validation (bad field), 424 Backend (the judge failed: our 502/504), 429
@@ -18,6 +19,7 @@ from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from pcfjudge import __version__
 from pcfjudge.api.deps import ServicesDep
 from pcfjudge.api.errors import ApiError, client_error
 from pcfjudge.api.listwise import ERROR_RESPONSES
@@ -26,6 +28,7 @@ from pcfjudge.api.rerank_schemas import (
     CohereRerankRequest,
     RerankResponse,
     TeiErrorResponse,
+    TeiInfo,
     TeiRank,
     TeiRerankRequest,
 )
@@ -94,6 +97,35 @@ class TeiRoute(APIRoute):
 
 tei_router = APIRouter(route_class=TeiRoute)
 router = APIRouter()
+
+
+@tei_router.get("/info", response_model=TeiInfo, tags=["rerank"])
+async def tei_info(services: ServicesDep) -> TeiInfo:
+    """text-embeddings-inference's model info, every key TEI returns: a reranker whose model is the default judge.
+
+    TEI clients (tei-client, ...) read it before they rerank; the limits are this service's (see each field).
+    """
+    s = services.settings
+    model = s.resolved_default_model()
+    return TeiInfo.model_validate(
+        {
+            "model_id": model,
+            "model_sha": None,
+            "model_dtype": "unknown",
+            "served_model_name": model,
+            "model_type": {"reranker": {"id2label": {"0": "LABEL_0"}, "label2id": {"LABEL_0": 0}}},
+            "max_concurrent_requests": s.max_pending_requests,
+            "max_input_length": s.max_candidate_chars // CHARS_PER_TOKEN,
+            "max_batch_tokens": s.max_input_tokens_per_request,
+            "max_batch_requests": None,
+            "max_client_batch_size": s.max_candidates,
+            "auto_truncate": False,
+            "tokenization_workers": 0,
+            "version": __version__,
+            "sha": None,
+            "docker_label": None,
+        }
+    )
 
 
 @tei_router.post("/rerank", response_model=list[TeiRank], responses=TEI_RESPONSES, tags=["rerank"])

@@ -4,7 +4,12 @@
 
 More documents than ``PCFJ_MAX_CANDIDATES`` (default 16) are refused with 413 naming the limit: one listwise judgment
 compares every document with every other, and scores from separate judgments of different groups would not be
-comparable, so they are never split up or cut silently. Fewer than 2 are refused too (relevance is relative).
+comparable, so they are never split up or cut silently. None is a 400.
+
+One document (retrievers return one all the time, and Cohere and TEI accept it) is judged pointwise, exactly as a
+reward group of one is (``pcfjudge.reward.scoring``): the same listwise task with a single candidate, one call (there
+is no order to permute), and relevance = the judge's score / 100. A consensus of one candidate would be inflated by
+its Borda share and top vote, which are 100% with nobody to compare against, so it is not used.
 """
 
 from __future__ import annotations
@@ -27,24 +32,27 @@ CHARS_PER_TOKEN = 4  # max_tokens_per_doc without a tokenizer for every judge mo
 
 @dataclass(frozen=True, slots=True)
 class Ranked:
-    """Document indices best first, each with its consensus (0–100, rounded as in /judge/listwise)."""
+    """Document indices best first, each with its score (0–100, rounded as in /judge/listwise): the consensus, or
+    for a single document the judge's score (``pointwise``)."""
 
     order: list[int]
     consensus: dict[int, float]
     detail: ListwiseResponse
+    pointwise: bool = False
 
     def relevance(self, index: int) -> float:
-        """consensus / 100: equal consensus, equal relevance."""
+        """score / 100: equal scores, equal relevance."""
         return round(self.consensus[index] / 100.0, 6)
 
 
 def check_count(services: Services, n: int, field: str) -> None:
-    """2 to max_candidates documents: 400 for none, 422 for one, 413 naming the limit for too many."""
+    """1 to max_candidates documents: 400 for none, 413 naming the limit for too many. Two or more must also be at
+    least PCFJ_MIN_CANDIDATES (422); one is judged pointwise."""
     s = services.settings
     if n == 0:
-        raise ApiError(400, "empty", f"`{field}` cannot be empty; send {s.min_candidates} to {s.max_candidates}")
-    if n < s.min_candidates:
-        detail = f"send at least {s.min_candidates} (got {n}): relevance is judged relative to the other {field}"
+        raise ApiError(400, "empty", f"`{field}` cannot be empty; send 1 to {s.max_candidates}")
+    if 1 < n < s.min_candidates:
+        detail = f"send 1, or at least {s.min_candidates} (got {n}): relevance is judged relative to the other {field}"
         raise client_error(field, detail)
     if n > s.max_candidates:
         detail = (
@@ -99,6 +107,9 @@ async def rerank(services: Services, request_id: str, task: ListwiseTask, includ
     record_listwise(result)
     detail = to_response(result, request_id, include_runs, services)
     services.metrics.cost(result.model, detail.usage.cost_usd)
+    if len(task.ids) == 1:  # pointwise, as a reward group of one: the judge's own score, clipped to 0–100
+        only = detail.candidates[0]
+        return Ranked([0], {0: min(100.0, max(0.0, only.mean_score))}, detail, pointwise=True)
     consensus = {int(c.id): c.consensus for c in detail.candidates}
     return Ranked(order=order_by_consensus(consensus), consensus=consensus, detail=detail)
 

@@ -46,7 +46,8 @@ class RerankOptions(Strict):
 class TeiRerankRequest(Strict):
     query: Text = Field(description="The question the texts answer (the judging prompt).")
     texts: list[Text] = Field(
-        description="The candidate answers; 2 to PCFJ_MAX_CANDIDATES (default 16), more is a 413 naming the limit."
+        description="The candidate answers; 1 to PCFJ_MAX_CANDIDATES (default 16), more is a 413 naming the limit. "
+        "One text is judged pointwise (score = the judge's score / 100), as a reward group of one."
     )
     raw_scores: bool = Field(default=False, description="Scores on the judge's 0–100 consensus scale, not 0–1.")
     return_text: bool = Field(default=False, description="Echo each text in its result.")
@@ -64,7 +65,9 @@ class TeiRerankRequest(Strict):
 
 class TeiRank(BaseModel):
     index: int = Field(description="Position of the text in the request.")
-    score: float = Field(description="consensus / 100 (0–1); raw_scores: the consensus itself (0–100).")
+    score: float = Field(
+        description="consensus / 100 (0–1); raw_scores: the consensus itself (0–100). A single text: its score."
+    )
     text: str | None = Field(default=None, description="The text (return_text only; absent otherwise).")
     pcfjudge: CandidateOut | None = Field(default=None, description="Extension: the candidate's consensus statistics.")
 
@@ -91,8 +94,9 @@ class CohereRerankRequest(Strict):
     )
     query: Text = Field(description="The question the documents answer (the judging prompt).")
     documents: list[Text | dict[str, str]] = Field(
-        description="Strings, or objects whose rank_fields (default: text) are judged; 2 to PCFJ_MAX_CANDIDATES "
-        "(default 16), more is a 413 naming the limit."
+        description="Strings, or objects whose rank_fields (default: text) are judged; 1 to PCFJ_MAX_CANDIDATES "
+        "(default 16), more is a 413 naming the limit. One document is judged pointwise (relevance_score = the "
+        "judge's score / 100), as a reward group of one."
     )
     top_n: int | None = Field(default=None, ge=1, description="Return only the best top_n results (default: all).")
     return_documents: bool | None = Field(
@@ -116,7 +120,9 @@ class CohereRerankRequest(Strict):
 
 class RerankResult(BaseModel):
     index: int = Field(description="Position of the document in the request.")
-    relevance_score: float = Field(description="consensus / 100, in [0, 1]; tied documents get equal scores.")
+    relevance_score: float = Field(
+        description="consensus / 100, in [0, 1]; tied documents get equal scores. A single document: its score / 100."
+    )
     document: dict[str, Any] | None = Field(default=None, description="The document (return_documents only).")
 
 
@@ -143,3 +149,39 @@ class RerankResponse(BaseModel):
         description="Extension (when the request set pcfjudge): the full /judge/listwise response; candidate ids "
         "are the document indices as strings.",
     )
+
+
+# ── text-embeddings-inference's model info (GET /info) ─────────────────────────────────────────────────────────
+
+
+class TeiClassifierModel(BaseModel):
+    id2label: dict[str, str]
+    label2id: dict[str, int]
+
+
+class TeiModelType(BaseModel):
+    """TEI's externally tagged ``model_type``: this service is a reranker."""
+
+    reranker: TeiClassifierModel
+
+
+class TeiInfo(BaseModel):
+    """TEI's ``Info`` (router/src/lib.rs), every key of it: clients such as tei-client read it before any call."""
+
+    model_id: str = Field(description="The default judge (provider:model) that ranks the texts.")
+    model_sha: str | None = Field(description="Always null: a judge behind an API has no weights revision here.")
+    model_dtype: str = Field(description="Always 'unknown' (the judge runs elsewhere).")
+    served_model_name: str = Field(description="As model_id.")
+    model_type: TeiModelType = Field(description='{"reranker": {...}}: what tei-client and others check.')
+    max_concurrent_requests: int = Field(description="PCFJ_MAX_PENDING_REQUESTS: POST requests in flight per process.")
+    max_input_length: int = Field(
+        description="About PCFJ_MAX_CANDIDATE_CHARS / 4 tokens per text (longer texts are refused unless truncate)."
+    )
+    max_batch_tokens: int = Field(description="PCFJ_MAX_INPUT_TOKENS_PER_REQUEST: estimated input tokens per request.")
+    max_batch_requests: int | None = Field(description="Always null (no batching across requests).")
+    max_client_batch_size: int = Field(description="PCFJ_MAX_CANDIDATES: texts per /rerank request.")
+    auto_truncate: bool = Field(description="Always false: a text that is too long is refused unless truncate=true.")
+    tokenization_workers: int = Field(description="Always 0: no tokenizer runs here.")
+    version: str = Field(description="The pcfjudge version.")
+    sha: str | None = Field(description="Always null.")
+    docker_label: str | None = Field(description="Always null.")
