@@ -29,6 +29,8 @@ async def readyz(services: ServicesDep) -> dict[str, Any]:
         "default_model": services.settings.resolved_default_model(),
         "backends": services.registry.describe(),
         "endpoints": services.registry.endpoints(),
+        "structured_output": services.registry.dialects(),
         "prompt_versions": [LISTWISE_VERSION, PAIRWISE_VERSION, KEYED_VERSION],
+        "prompts": services.settings.prompts,
         "cache": await services.cache.status(),
     }

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pcfjudge.backends.base import Backend
+from pcfjudge.backends.dialects import Dialects
 from pcfjudge.backends.factory import build_backends
 from pcfjudge.backends.sim import SimBackend, SimParams
 from pcfjudge.backends.slots import Slots
@@ -61,6 +62,16 @@ class Registry:
         """Base URL per real-provider backend (credentials stripped; keys are never shown)."""
         urls = {name: getattr(backend, "base_url", None) for name, backend in self.backends.items()}
         return {name: url for name, url in sorted(urls.items()) if isinstance(url, str)}
+
+    def dialects(self) -> dict[str, dict[str, object]]:
+        """The structured-output dialect each OpenAI-compatible backend sends, and whether the engine has accepted it
+        yet (``auto`` learns it from the engine's first refusal; see ``backends.dialects``)."""
+        out: dict[str, dict[str, object]] = {}
+        for name, backend in sorted(self.backends.items()):
+            dialects = getattr(backend, "dialects", None)
+            if isinstance(dialects, Dialects):
+                out[name] = {"mode": dialects.mode, "dialect": dialects.current, "learned": dialects.learned}
+        return out
 
     async def aclose(self) -> None:
         for backend in self.backends.values():
