@@ -24,6 +24,43 @@ def _cache(args: argparse.Namespace) -> int:
     return 0
 
 
+def _engine(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from pcfjudge.bench.engine_bench import EngineBench, format_report, run
+
+    bench = EngineBench(
+        url=args.url,
+        model=args.model,
+        items=args.items,
+        k=args.k,
+        candidates=args.candidates,
+        concurrency=args.concurrency,
+        max_output_tokens=args.max_output_tokens,
+    )
+    print(format_report(bench, asyncio.run(run(bench))))
+    return 0
+
+
+def _add_engine(kinds: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    engine = kinds.add_parser(
+        "engine",
+        help="pcfjudge vs a bare client against a real engine: judgments/s, prefix-cache use, rationale cost",
+        description="Against an OpenAI-compatible engine (llama.cpp, vLLM, SGLang, Ollama, TGI), make the same "
+        "judgments with a bare client and through pcfjudge (cache bypassed), then with rationales, and print "
+        "judgments/s and their ratio, prompt tokens evaluated per judgment vs one call's, and output tokens and "
+        "seconds with and without rationales. Measured in one run.",
+    )
+    engine.add_argument("--url", required=True, help="the engine's /v1 base URL, e.g. http://127.0.0.1:8080/v1")
+    engine.add_argument("--model", required=True, help="the model name the engine serves")
+    engine.add_argument("--items", type=int, default=8, help="judgments per pass (default 8)")
+    engine.add_argument("--k", type=int, default=7, help="permutations per judgment (default 7)")
+    engine.add_argument("--candidates", type=int, default=4, choices=range(2, 5), help="candidates (default 4)")
+    engine.add_argument("--concurrency", type=int, default=4, help="judgments at once (default 4)")
+    engine.add_argument("--max-output-tokens", type=int, default=512, help="output cap per call (default 512)")
+    engine.set_defaults(func=_engine)
+
+
 def _soak(args: argparse.Namespace) -> int:
     import json
     import sys
@@ -213,5 +250,6 @@ def add_bench_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser])
     cache.set_defaults(func=_cache)
     _add_overload(kinds)
     _add_soak(kinds)
+    _add_engine(kinds)
     _add_reward(kinds)
     _add_http(kinds)
