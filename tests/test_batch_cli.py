@@ -217,3 +217,20 @@ async def test_collected_answers_serve_the_http_service_through_redis(
     assert response.status_code == 200
     assert response.json()["usage"]["backend_calls"] == 0 and response.json()["usage"]["cache_hits"] == 3
     assert fake.calls()["calls"] == {}
+
+
+def test_a_provider_error_is_reported_without_the_key_and_the_rerun_goes_on(
+    fake: FakeProvider, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for name, value in (provider_env(fake) | {"OPENAI_API_KEY": "sk-wrong-0123456789-SECRET"}).items():
+        monkeypatch.setenv(name, value)
+    fake.faults(expect_key=OPENAI_KEY)  # the fake's 401 echoes the key it was sent, as OpenAI's does
+    requests, out = requests_file(tmp_path / "requests.jsonl", n=1, k=3), tmp_path / "out"
+    submit = ["batch", "submit", "--input", str(requests), "--out", str(out), "--model", "openai:judge-x", "--yes"]
+    assert main(submit) == 2
+    err = capsys.readouterr().err
+    assert "openai batch API failed" in err and "AuthenticationError" in err and "SECRET" not in err
+    monkeypatch.setenv("OPENAI_API_KEY", OPENAI_KEY)
+    assert main(submit) == 3  # the interrupted submission is sent now (once), and is running
+    assert len(fake.control.get("/_control/batches").json()["batches"]) == 1
+    assert main(["batch", "collect", "--out", str(out), "--wait"]) == 0

@@ -82,7 +82,7 @@ def _run(step: str, args: argparse.Namespace) -> int:
 
 async def _main(step: str, args: argparse.Namespace) -> int:
     from pcfjudge.batch.inputs import InputError, judge_items, read_requests
-    from pcfjudge.batch.job import BatchError, BatchJob
+    from pcfjudge.batch.job import BatchError, BatchJob, sdk_errors
     from pcfjudge.batch.store import STATE, BatchState
     from pcfjudge.services import Services
     from pcfjudge.settings import Settings
@@ -104,6 +104,8 @@ async def _main(step: str, args: argparse.Namespace) -> int:
         job.state.input = str(source.resolve())
         try:
             return await _step(step, job, args, partial(judge_items, items=items), partial(_judgments, job, items))
+        except sdk_errors() as exc:
+            raise job.provider_failure(exc) from None
         finally:
             job.close()
     finally:

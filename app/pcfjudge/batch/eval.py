@@ -18,7 +18,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
-from pcfjudge.batch.job import BatchError, BatchJob
+from pcfjudge.batch.job import BatchError, BatchJob, sdk_errors
 from pcfjudge.batch.probe import Probe
 from pcfjudge.eval.harness import Collector, EvalError, Session, judge_all
 from pcfjudge.eval.progress import Progress
@@ -71,6 +71,8 @@ async def fill_from_batches(
             )
     except BatchError as exc:
         raise EvalError(str(exc)) from None
+    except sdk_errors() as exc:
+        raise EvalError(str(job.provider_failure(exc))) from None
     finally:
         job.close()
     detail = "no batch answered this call; rerun with --batch to resubmit it"

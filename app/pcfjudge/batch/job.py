@@ -25,6 +25,7 @@ from typing import Any, TextIO
 
 from pcfjudge.backends.base import Completion
 from pcfjudge.backends.registry import ModelError, ResolvedModel
+from pcfjudge.backends.sdkerrors import scrub
 from pcfjudge.batch.ids import custom_id
 from pcfjudge.batch.probe import Missing, Probe
 from pcfjudge.batch.providers import BatchAPI, Failure, Result, build_api
@@ -50,6 +51,14 @@ ATTEMPTS = 2
 
 class BatchError(Exception):
     """A batch command cannot go on; the message says how to fix it."""
+
+
+def sdk_errors() -> tuple[type[Exception], ...]:
+    """What the providers' SDKs raise (caught by the commands and turned into ``BatchJob.provider_failure``)."""
+    import anthropic
+    import openai
+
+    return (openai.OpenAIError, anthropic.AnthropicError)
 
 
 @dataclass(frozen=True, slots=True)
@@ -402,6 +411,13 @@ class BatchJob:
         if cost.batch_usd is not None and cost.live_usd is not None:
             text += f": ${cost.batch_usd:,.4f} at the batch price (${cost.live_usd:,.4f} live)"
         return text
+
+    def provider_failure(self, exc: Exception) -> BatchError:
+        """An SDK error from the batch API as a BatchError (the key scrubbed from the provider's words)."""
+        client = getattr(self.model.backend, "client", None)
+        secrets = tuple(filter(None, [getattr(client, "api_key", None)]))
+        said = scrub(f"{type(exc).__name__}: {exc}", secrets)
+        return BatchError(f"the {self.via} batch API failed ({said}); nothing is lost: rerun the command to go on")
 
     def say(self, message: str) -> None:
         print(message, file=self.out, flush=True)
