@@ -33,10 +33,15 @@ def _serve(args: argparse.Namespace) -> int:
             stale.unlink()
         os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(directory)
 
+    import logging.config
+
     import uvicorn
 
     from pcfjudge.logs import log_config
+    from pcfjudge.server import log_startup
 
+    logging.config.dictConfig(log_config(args.log_format or settings.log_format, args.log_level))
+    log_startup(settings)  # authentication off, a simulated judge: said once, in the log's own format
     os.environ.setdefault("PCFJ_HEADER_TIMEOUT_S", str(settings.header_timeout_s))
     signal.signal(signal.SIGTERM, _drained)
     uvicorn.run(

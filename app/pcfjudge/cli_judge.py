@@ -5,8 +5,10 @@
     pcfjudge judge --url http://127.0.0.1:8000 ...  # through pcfjudge.AsyncClient (key: --api-key or PCFJ_API_KEY)
 
 In process, the service's settings come from ``PCFJ_*`` as for ``pcfjudge serve`` (default: the simulated judge) and
-every item is judged through ``services.judge``, exactly as ``POST /judge/listwise`` would. Exit status: 0 when every
-item was judged, 1 when any failed (each failure is reported with its line), 2 for a usage error.
+every item is judged through ``services.judge``, exactly as ``POST /judge/listwise`` would. Verdicts of the simulated
+judge are said to be so, once, under the first table (on stderr with ``--json``). Exit status: 0 when every item was
+judged, 1 when any failed (each failure is reported with its line), 2 for a usage error, 141 when the reader closed
+the pipe (``| head``), quietly: no traceback.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sys
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -28,6 +31,16 @@ from pcfjudge.judge_table import render
 from pcfjudge.types import MAX_K
 
 JudgeFn = Callable[[ListwiseRequest], Awaitable[ListwiseResponse]]
+
+
+def simulated_note(model: str) -> str:
+    """What a reader of a simulated verdict must know: it is a seeded draw, and how to get a real judge."""
+    told = " (the oracle is told which answer is truly best)" if model == "sim:oracle" else ""
+    return (
+        f"Note: {model} is the simulated judge: its verdicts are seeded draws{told}, not a reading of the answers. "
+        "For a real judge set OPENAI_API_KEY or ANTHROPIC_API_KEY (or PCFJ_DEFAULT_MODEL), or pass --model "
+        "provider:model."
+    )
 
 
 class ItemError(Exception):
@@ -50,6 +63,11 @@ def add_judge_command(sub: Any) -> None:
         "--k", type=_k, help=f"permutations per item, 1..{MAX_K}, or as /judge/listwise accepts (default: the server's)"
     )
     judge.add_argument("--seed", type=int, default=0, help="permutation schedule seed (default 0)")
+    judge.add_argument(
+        "--oracle-best",
+        metavar="ID",
+        help="with --model sim:oracle: the id of the truly best answer (0, 1, ...), which the simulated oracle is told",
+    )
     judge.add_argument("--concurrency", type=int, default=4, help="items judged at once with --file (default 4)")
     judge.add_argument("--json", action="store_true", help="print the /judge/listwise JSON (one line per item)")
     judge.set_defaults(func=run_judge)
@@ -62,7 +80,7 @@ def _k(text: str) -> int | str:
 
 def _request(question: Any, candidates: Any, args: argparse.Namespace) -> ListwiseRequest:
     fields: dict[str, Any] = {"question": question, "candidates": candidates, "seed": args.seed, "include_runs": False}
-    fields |= {name: getattr(args, name) for name in ("k", "model") if getattr(args, name) is not None}
+    fields |= {name: getattr(args, name) for name in ("k", "model", "oracle_best") if getattr(args, name) is not None}
     try:
         return ListwiseRequest.model_validate(fields)
     except ValidationError as exc:
@@ -195,10 +213,14 @@ async def judge_all(items: list[Item], judge: JudgeFn, args: argparse.Namespace)
 
     tasks = [asyncio.ensure_future(one(item)) for _, item in items]
     failed = 0
+    noted = False
     for (line, item), task in zip(items, tasks, strict=True):
         outcome = await task  # printed in input order, as soon as every earlier item is done
         failed += isinstance(outcome, ItemError)
         show(line, item, outcome, args.json)
+        if not noted and isinstance(outcome, ListwiseResponse) and outcome.model.startswith("sim:"):
+            print(simulated_note(outcome.model), file=sys.stderr if args.json else sys.stdout, flush=True)
+            noted = True
     return 1 if failed else 0
 
 
@@ -220,4 +242,20 @@ def run_judge(args: argparse.Namespace) -> int:
         async with opened as judge:
             return await judge_all(items, judge, args)
 
-    return asyncio.run(main())
+    try:
+        return asyncio.run(main())
+    except BrokenPipeError:  # the reader went away (`| head`): stop quietly, as tools stopped by SIGPIPE do
+        silence_stdout()
+        return SIGPIPE_STATUS
+
+
+SIGPIPE_STATUS = 128 + 13  # what a shell reports for a command ended by SIGPIPE
+
+
+def silence_stdout() -> None:
+    """Point stdout at /dev/null, so the interpreter's last flush at exit cannot raise BrokenPipeError again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    finally:
+        os.close(devnull)

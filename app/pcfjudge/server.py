@@ -1,4 +1,4 @@
-"""uvicorn's HTTP protocol with a header deadline: a client must finish its request headers in
+"""What ``pcfjudge serve`` says at start-up (``log_startup``), and uvicorn's HTTP protocol with a header deadline: a client must finish its request headers in
 ``PCFJ_HEADER_TIMEOUT_S`` (default 10 s) from connecting or from the first byte of its next request on a
 keep-alive connection, else the connection is answered 408 and closed.
 
@@ -11,10 +11,40 @@ to uvicorn as ``http=``; workers import it by name and read the timeout from the
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+if TYPE_CHECKING:
+    from pcfjudge.settings import Settings
+
+LOG = logging.getLogger("pcfjudge.server")
+
+
+def startup_warnings(settings: Settings) -> list[str]:
+    """One line each for what an operator must not miss: no authentication, a simulated default judge."""
+    lines = []
+    if settings.api_keys is None and settings.api_keys_file is None:
+        lines.append(
+            "authentication is off: anyone who can reach this address can judge, and spend on the judge's provider; "
+            "set PCFJ_API_KEYS or PCFJ_API_KEYS_FILE to require keys"
+        )
+    model = settings.resolved_default_model()
+    if model.startswith("sim:"):
+        lines.append(
+            f"the default judge is simulated ({model}): its verdicts are seeded draws, not a reading of the answers; "
+            "set OPENAI_API_KEY or ANTHROPIC_API_KEY (or PCFJ_DEFAULT_MODEL) for a real judge"
+        )
+    return lines
+
+
+def log_startup(settings: Settings) -> None:
+    """Log ``startup_warnings`` once, when ``pcfjudge serve`` starts (before its workers do)."""
+    for line in startup_warnings(settings):
+        LOG.warning(line)
+
 
 _408 = b"HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\nconnection: close\r\ncontent-length: "
 

@@ -7,6 +7,45 @@ import {
 const KEY_STORAGE = "pcfjudge.apiKey";
 const $ = (id) => document.getElementById(id);
 const list = $("candidates");
+let defaultModel = null; // the service's default judge (GET /info's model_id); null while unknown
+
+const isSimulated = (model) => typeof model === "string" && model.startsWith("sim:");
+
+function authHeaders() {
+  const key = sessionStorage.getItem(KEY_STORAGE);
+  return key ? { authorization: `Bearer ${key}` } : {};
+}
+
+// The default judge, from TEI's model-info route (it needs the key when the service does): null when unknown.
+async function fetchDefaultModel() {
+  try {
+    const response = await fetch("info", { headers: { accept: "application/json", ...authHeaders() } });
+    if (!response.ok) return null;
+    const info = await response.json();
+    return typeof info.model_id === "string" ? info.model_id : null;
+  } catch {
+    return null;
+  }
+}
+
+// Said before anything is judged: a simulated judge's verdicts are draws, not readings of the answers.
+function showSimulatedNote() {
+  const note = $("sim-note");
+  note.hidden = !isSimulated(defaultModel);
+  if (note.hidden) return;
+  note.replaceChildren(
+    h("strong", {}, `This service's default judge is simulated (${defaultModel}).`),
+    " Its verdicts are seeded draws from a hash of each answer, not a reading of it, so it can rank a right answer last.",
+    " The built-in examples use the simulated oracle (sim:oracle) instead: it is told the truly best answer and still",
+    " misjudges about one direct verdict in seven (with 4 candidates), as a good real judge does, so they show how",
+    " permutation consensus works. For real verdicts, start the service with OPENAI_API_KEY or ANTHROPIC_API_KEY",
+    " (or PCFJ_DEFAULT_MODEL) set.",
+  );
+}
+
+function updateOracle() {
+  $("oracle-row").hidden = $("model").value.trim() !== "sim:oracle";
+}
 
 function candidateRows() {
   return [...list.querySelectorAll("li")];
@@ -59,6 +98,11 @@ function loadExample(example) {
   for (const [id, text] of example.candidates) addCandidate(id, text);
   if (example.k !== undefined) $("k").value = example.k;
   $("pairwise").checked = Boolean(example.pairwise) && !$("pairwise").disabled;
+  if (isSimulated(defaultModel) && example.oracle !== undefined) {
+    $("model").value = "sim:oracle"; // the simulated oracle, told the truly best answer (see examples.js)
+    $("oracle-best").value = example.oracle;
+  }
+  updateOracle();
   updateSettings();
 }
 
@@ -78,20 +122,22 @@ function candidates() {
 function requestFor(cands) {
   const model = $("model").value.trim() || undefined;
   const question = $("question").value;
+  // sim:oracle only: the truly best answer, sent as typed (the service says what is wrong with it)
+  const oracle = model === "sim:oracle" ? $("oracle-best").value.trim() || undefined : undefined;
   if ($("pairwise").checked) {
-    return ["judge/pairwise", { question, response_a: cands[0].text, response_b: cands[1].text, model }];
+    const side = oracle === cands[0].id ? "A" : oracle === cands[1].id ? "B" : oracle;
+    const body = { question, response_a: cands[0].text, response_b: cands[1].text, model, oracle_best: side };
+    return ["judge/pairwise", body];
   }
   const body = {
     question, candidates: cands, model, k: numberField("k"), seed: numberField("seed"),
-    mode: $("mode").value, weights: $("weights").value, include_runs: true,
+    mode: $("mode").value, weights: $("weights").value, include_runs: true, oracle_best: oracle,
   };
   return ["judge/listwise", body];
 }
 
 async function post(path, body) {
-  const headers = { "content-type": "application/json", accept: "application/json" };
-  const key = sessionStorage.getItem(KEY_STORAGE);
-  if (key) headers.authorization = `Bearer ${key}`;
+  const headers = { "content-type": "application/json", accept: "application/json", ...authHeaders() };
   const response = await fetch(path, { method: "POST", headers, body: JSON.stringify(body) });
   const text = await response.text();
   let data = null;
@@ -132,7 +178,11 @@ async function submit(event) {
     const seconds = ((performance.now() - started) / 1000).toFixed(2);
     if (response.ok && data) {
       (path === "judge/pairwise" ? showPairwise : showListwise)(data, cands);
-      $("status").textContent = `Judged in ${seconds} s by ${data.model}.`;
+      const simulated = isSimulated(data.model)
+        ? h("span", { className: "simulated", id: "simulated-verdict" },
+          ` Simulated judge: its verdicts are seeded draws, not a reading of the answers.`)
+        : null;
+      $("status").replaceChildren(`Judged in ${seconds} s by ${data.model}.`, ...(simulated ? [simulated] : []));
     } else {
       show(null);
       renderError($("error"), { status: response.status, data, text: text.slice(0, 500), retryAfter: response.headers.get("retry-after") });
@@ -147,7 +197,9 @@ async function submit(event) {
   }
 }
 
-function init() {
+async function init() {
+  defaultModel = await fetchDefaultModel();
+  showSimulatedNote();
   const select = $("example");
   EXAMPLES.forEach((example, i) => select.append(h("option", { value: i }, example.name)));
   select.addEventListener("change", () => {
@@ -159,6 +211,11 @@ function init() {
     if (key.value) sessionStorage.setItem(KEY_STORAGE, key.value);
     else sessionStorage.removeItem(KEY_STORAGE);
   });
+  key.addEventListener("change", async () => { // with the key, /info may now say which judge this is
+    defaultModel = await fetchDefaultModel();
+    showSimulatedNote();
+  });
+  $("model").addEventListener("input", updateOracle);
   $("add-candidate").addEventListener("click", () => addCandidate().querySelector("textarea").focus());
   $("pairwise").addEventListener("change", updateSettings);
   $("judge-form").addEventListener("submit", submit);
