@@ -93,7 +93,9 @@ class BatchJob:
             raise BatchError(f"{directory} holds batches for {state.model}, not {self.model.string}: use another one")
         self.state = state or BatchState.new(self.model.string, input_path)
         used = {s.via for s in self.state.submissions}
-        self.via: Via = via or (used.pop() if len(used) == 1 else _default_via(self.model))
+        if via is not None and used and used != {via}:
+            raise BatchError(f"{directory} holds {'/'.join(sorted(used))} batches: use another directory for {via}")
+        self.via: Via = via if via is not None else next(iter(used)) if len(used) == 1 else _default_via(self.model)
         try:
             self.api: BatchAPI = build_api(self.via, self.model.backend, directory)
         except TypeError:
