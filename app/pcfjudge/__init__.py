@@ -3,27 +3,39 @@
 The public surface is what ``__all__`` lists: the request and response models the service validates with (pydantic
 only; importing them loads neither FastAPI nor Redis nor a provider SDK). In process, judge through
 ``pcfjudge.services.Services.build(settings).judge``. ``pcfjudge.Client`` / ``pcfjudge.AsyncClient`` call a running
-service (loaded on first use, so ``import pcfjudge`` does not import httpx).
+service. Every public name is loaded on first use, so ``import pcfjudge`` imports neither pydantic nor httpx.
 """
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
-from pcfjudge.api.pairwise_schemas import PairwiseRequest, PairwiseResponse
-from pcfjudge.api.schemas import ErrorResponse, ListwiseRequest, ListwiseResponse
-
 if TYPE_CHECKING:
+    from pcfjudge.api.pairwise_schemas import PairwiseRequest, PairwiseResponse
+    from pcfjudge.api.schemas import ErrorResponse, ListwiseRequest, ListwiseResponse
     from pcfjudge.client import AsyncClient, Client, RetryPolicy, ServiceError
 
 __version__ = "0.1.0"
-_CLIENT_NAMES = ("AsyncClient", "Client", "RetryPolicy", "ServiceError")
+# Where each public name lives, imported on first use: ``import pcfjudge.integrations.trl`` (httpx and the standard
+# library only, for a trainer process) must not load pydantic by way of this package's __init__.
+_LAZY = {
+    "PairwiseRequest": "pcfjudge.api.pairwise_schemas",
+    "PairwiseResponse": "pcfjudge.api.pairwise_schemas",
+    "ErrorResponse": "pcfjudge.api.schemas",
+    "ListwiseRequest": "pcfjudge.api.schemas",
+    "ListwiseResponse": "pcfjudge.api.schemas",
+    "AsyncClient": "pcfjudge.client",
+    "Client": "pcfjudge.client",
+    "RetryPolicy": "pcfjudge.client",
+    "ServiceError": "pcfjudge.client",
+}
 
 
 def __getattr__(name: str) -> Any:
-    """``pcfjudge.Client`` and friends, imported from ``pcfjudge.client`` on first use."""
-    if name in _CLIENT_NAMES:
-        from pcfjudge import client
-
-        return getattr(client, name)
+    """The HTTP models and ``pcfjudge.Client`` and friends, imported from their modules on first use."""
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
     raise AttributeError(f"module 'pcfjudge' has no attribute {name!r}")
 
 

@@ -4,7 +4,21 @@
 retries on 429/503 and dropped connections, honouring Retry-After; ``ServiceError`` carrying the server's JSON).
 """
 
+from typing import TYPE_CHECKING, Any
+
 from pcfjudge.client.http import RetryPolicy, ServiceError
-from pcfjudge.client.typed import AsyncClient, Client
+
+if TYPE_CHECKING:
+    from pcfjudge.client.typed import AsyncClient, Client
 
 __all__ = ["AsyncClient", "Client", "RetryPolicy", "ServiceError"]
+
+
+def __getattr__(name: str) -> Any:
+    """``Client`` / ``AsyncClient`` (pydantic models) on first use: ``pcfjudge.client.http`` alone, as the trainer
+    integrations use it, loads only httpx and the standard library."""
+    if name in ("AsyncClient", "Client"):
+        from pcfjudge.client import typed
+
+        return getattr(typed, name)
+    raise AttributeError(f"module 'pcfjudge.client' has no attribute {name!r}")

@@ -10,7 +10,9 @@ a list, ``trainer_state``, ``log_extra`` and ``log_metric``; a ``None`` becomes 
 posts the batch to ``/v1/reward`` grouped by prompt (``groups_per_request`` groups a request, at most
 ``max_concurrency`` requests in flight), retries 429/503 honouring Retry-After, and returns ``None`` for each sample
 whose judgment failed. It is synchronous, as TRL runs plain callables in its training thread; ``acall`` is the same
-as a coroutine function for TRL's async path (``reward_funcs=[judge.acall]``). Instances pickle (no client is kept).
+as a coroutine function for TRL's async path (``reward_funcs=[judge.acall]``). TRL logs a reward under its
+``__name__`` (``rewards/<name>/mean``): both are named ``name`` (default ``pcfjudge``), not ``acall``. Instances
+pickle (no client is kept).
 With ``group_size`` (= num_generations) a group split across processes is completed by the service's collector.
 """
 
@@ -18,7 +20,8 @@ from __future__ import annotations
 
 import secrets
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
+from functools import partial
 from typing import Any
 
 from pcfjudge.client.http import RetryPolicy
@@ -69,8 +72,15 @@ class PCFJudgeReward:
         chunks = self.chunks(prompts, completions, kwargs)
         return _rewards(kwargs, len(completions), chunks, post_chunks(self.service, chunks, self.max_concurrency))
 
-    async def acall(self, prompts: Sequence[Any], completions: Sequence[Any], **kwargs: Any) -> Rewards:
-        """The same as calling the instance, as a coroutine (TRL gathers async reward functions on its own loop)."""
+    @property
+    def acall(self) -> Callable[..., Coroutine[Any, Any, Rewards]]:
+        """The same as calling the instance, as a coroutine function (TRL gathers async reward functions on its own
+        loop), named as the instance is: TRL logs ``rewards/<name>/mean``, where a bound method would say ``acall``."""
+        named = partial(PCFJudgeReward._arewards, self)
+        named.__name__ = self.__name__  # type: ignore[attr-defined]  # partial objects take attributes
+        return named
+
+    async def _arewards(self, prompts: Sequence[Any], completions: Sequence[Any], **kwargs: Any) -> Rewards:
         chunks = self.chunks(prompts, completions, kwargs)
         results = await apost_chunks(self.service, chunks, self.max_concurrency)
         return _rewards(kwargs, len(completions), chunks, results)
