@@ -151,7 +151,21 @@ def _overload(args: argparse.Namespace) -> int:
 
     from pcfjudge.bench.overload_bench import OverloadBench, format_report, run
 
-    bench = OverloadBench(args.requests, args.k, args.latency_ms, args.leavers, args.leave_after, args.max_pending)
+    bench = OverloadBench(
+        args.requests,
+        args.k,
+        args.latency_ms,
+        args.leavers,
+        args.leave_after,
+        args.max_pending,
+        scenarios=tuple(args.scenarios),
+        burst=args.burst,
+        deadline_s=args.deadline,
+        cold_latency_ms=args.cold_latency_ms,
+        warm=args.warm,
+        warm_latency_ms=args.warm_latency_ms,
+        hung_latency_ms=args.hung_latency_ms,
+    )
     result = run(bench)
     print(json.dumps(result, indent=2) if args.json else format_report(result))
     return 0
@@ -170,6 +184,19 @@ def _add_overload(kinds: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     overload.add_argument("--leavers", type=int, default=48, help="clients that give up (default 48)")
     overload.add_argument("--leave-after", type=float, default=2.0, help="when they give up, seconds (default 2)")
     overload.add_argument("--max-pending", type=int, default=None, help="the server's PCFJ_MAX_PENDING_REQUESTS")
+    overload.add_argument(
+        "--scenarios",
+        nargs="+",
+        default=["flood", "walk-away", "cold-start", "hung-provider"],
+        choices=["flood", "walk-away", "cold-start", "hung-provider"],
+        help="which scenarios to run (default: all four)",
+    )
+    overload.add_argument("--burst", type=int, default=200, help="cold-start/hung-provider: concurrent K=1 requests")
+    overload.add_argument("--deadline", type=float, default=15.0, help="cold-start/hung-provider: request deadline, s")
+    overload.add_argument("--cold-latency-ms", type=float, default=3000.0, help="cold-start: provider latency")
+    overload.add_argument("--warm", type=int, default=32, help="hung-provider: K=1 requests that warm the server")
+    overload.add_argument("--warm-latency-ms", type=float, default=2000.0, help="hung-provider: latency while warming")
+    overload.add_argument("--hung-latency-ms", type=float, default=30_000.0, help="hung-provider: latency once hung")
     overload.add_argument("--json", action="store_true", help="print JSON")
     overload.set_defaults(func=_overload)
 
