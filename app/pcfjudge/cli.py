@@ -58,10 +58,6 @@ def _serve(args: argparse.Namespace) -> int:
         # sidecar or port-forward would let any client name its own address (and dodge the per-address quota)
         proxy_headers=bool(settings.trusted_proxies),
         forwarded_allow_ips=settings.trusted_proxies or None,
-        # X-Forwarded-For only from PCFJ_TRUSTED_PROXIES: uvicorn alone trusts 127.0.0.1, so a same-host proxy,
-        # sidecar or port-forward would let any client name its own address (and dodge the per-address quota)
-        proxy_headers=bool(settings.trusted_proxies),
-        forwarded_allow_ips=settings.trusted_proxies or None,
         access_log=False,
         log_config=log_config(args.log_format or settings.log_format, args.log_level),
         # SIGTERM: stop accepting, let in-flight requests finish for up to the grace, cancel the rest, exit 0
