@@ -82,9 +82,9 @@ class AnthropicBackend:
             message = await self.client.messages.create(**self.request(call))
         except anthropic.AnthropicError as exc:
             raise self._error(exc) from None
-        return self._completion(message, call.schema_name)
+        return self.completion(message, call.schema_name)
 
-    def _completion(self, message: Message, tool: str) -> Completion:
+    def completion(self, message: Message, tool: str) -> Completion:
         if message.stop_reason == "refusal":
             details = message.stop_details
             why = ", ".join(filter(None, [details.category, details.explanation])) if details is not None else ""

@@ -118,15 +118,16 @@ class OpenAIBackend:
 
     async def _send(self, request: dict[str, Any]) -> Completion:
         if self.transport == "wire":
-            return self._completion_of(await self.wire.post(orjson.dumps(request)))
+            return self.completion_of(await self.wire.post(orjson.dumps(request)))
         try:
             response = await self.client.chat.completions.create(**request)
         except openai.OpenAIError as exc:
             raise self._error(exc) from None
         return self._completion(response)
 
-    def _completion_of(self, data: dict[str, Any]) -> Completion:
-        """``_completion`` for the wire path: the same checks, on the answer's JSON."""
+    def completion_of(self, data: dict[str, Any]) -> Completion:
+        """The answer of one Chat Completions response body (the wire path and batch results): the SDK path's checks
+        (``_completion``), on the JSON."""
         choices = data.get("choices")
         if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
             raise ProviderError("openai returned no choices")

@@ -267,7 +267,7 @@ class AnthropicBatches:
         if kind == "succeeded":
             try:
                 # the live path's own checks (refusal, truncation, tool answer); see the module docstring
-                return self.backend._completion(raw.message, call.schema_name if call is not None else "")
+                return self.backend.completion(raw.message, call.schema_name if call is not None else "")
             except BackendError as exc:
                 return Failure(exc.kind, exc.detail, getattr(exc, "usage", None) or Usage())
         if kind == "errored":
@@ -297,7 +297,7 @@ def chat_result(line: Any, backend: OpenAIBackend, provider: str) -> Result:
     if status == 200 and isinstance(body, dict):
         try:
             # the live wire path's own checks (refusal, content filter, truncation); see the module docstring
-            completion: Completion = backend._completion_of(body)
+            completion: Completion = backend.completion_of(body)
         except BackendError as exc:
             return Failure(exc.kind, exc.detail, getattr(exc, "usage", None) or Usage())
         return completion
