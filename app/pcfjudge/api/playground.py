@@ -8,6 +8,7 @@ the docs work on an air-gapped network. None of these routes is part of the Open
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html, get_swagger_ui_oauth2_redirect_html
@@ -15,6 +16,7 @@ from fastapi.responses import FileResponse, HTMLResponse
 from fastapi.staticfiles import StaticFiles
 
 from pcfjudge.api.errors import ApiError
+from pcfjudge.api.examples import add_examples
 
 PAGE_DIR = Path(__file__).resolve().parents[1] / "static"  # package data: pcfjudge/static/
 STATIC = "/static"
@@ -44,13 +46,22 @@ router = APIRouter(include_in_schema=False)
 
 
 def install(app: FastAPI) -> None:
-    """Mount the packaged assets and add ``/``, ``/docs``, ``/docs/oauth2-redirect`` and ``/redoc``.
+    """Mount the packaged assets and add ``/``, ``/docs``, ``/docs/oauth2-redirect`` and ``/redoc``; give the OpenAPI
+    document working request examples (``pcfjudge.api.examples``), which "Try it out" in ``/docs`` sends.
 
     Build the app with ``docs_url=None, redoc_url=None`` so FastAPI's CDN-backed pages are not registered as well.
     """
     app.mount(VENDOR, StaticFiles(packages=[("fastapi_offline", "static")]), name="vendor")
     app.mount(STATIC, StaticFiles(directory=PAGE_DIR), name="static")
     app.include_router(router)
+    build = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:  # built once, on first use, as FastAPI's own
+            app.openapi_schema = add_examples(build())
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
 
 
 def _root(request: Request) -> str:
