@@ -4,7 +4,11 @@ Imports only httpx and the standard library, so a trainer process can use it wit
 
 * 429 and 503 are retried (the service answers them with ``Retry-After`` when it is overloaded, a quota is spent or a
   backend is down); so are connection failures (refused, reset, a keep-alive connection closed by the server). 502/504
-  are not by default: add them with ``RetryPolicy(statuses=...)``.
+  are not by default: add them with ``RetryPolicy(statuses=...)``. A 502 means the judge's answers failed after the
+  service's own retries (``PCFJ_MAX_RETRIES``), e.g. a provider's 5xx, a bad key or an unreadable answer; the
+  transient cases that a later try is likely to cure come as 503 with ``Retry-After``. (The Cohere SDK, and so
+  langchain-cohere and llama-index's ``CohereRerank`` on it, retries every 5xx twice; llama-index's own loop then
+  retries 500/503/504.)
 * ``Retry-After`` (seconds or an HTTP date) is honoured, capped at ``max_wait_s``; without it the wait is exponential
   from ``backoff_s`` with jitter, also capped.
 * A final non-2xx raises ``ServiceError`` carrying the server's JSON error body.
