@@ -93,8 +93,13 @@ def default_text(info: FieldInfo) -> str:
 
 
 def meaning(name: str, info: FieldInfo) -> str:
-    text = info.description or MEANINGS.get(name, "")
-    return text.replace("|", "\\|").replace("\n", " ")
+    """The field's meaning as one table cell: pipes escaped, and ``<`` / ``>`` outside code spans as entities (a
+    description's ``name:sha256:<hex>`` is text, not an HTML tag)."""
+    text = (info.description or MEANINGS.get(name, "")).replace("|", "\\|").replace("\n", " ")
+    parts = text.split("`")
+    for i in range(0, len(parts), 2):
+        parts[i] = parts[i].replace("<", "&lt;").replace(">", "&gt;")
+    return "`".join(parts)
 
 
 def table() -> str:
