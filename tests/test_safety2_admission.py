@@ -56,8 +56,8 @@ async def test_a_cold_burst_that_cannot_be_served_is_refused_not_left_to_time_ou
         assert limit.reserved == 0
     counts = statuses(responses)
     assert counts[504] <= 2, counts  # at most the calls already running when their deadline came
-    assert counts[503] >= 6 and counts[200] + counts[503] + counts[504] == 10, counts
-    assert limit.shed >= 6  # refused from the queue while they waited
+    assert counts[503] >= 5 and counts[200] + counts[503] + counts[504] == 10, counts
+    assert limit.shed >= 5  # refused from the queue while they waited
     assert_refusals_say_when(responses)
 
 
