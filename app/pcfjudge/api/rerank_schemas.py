@@ -11,12 +11,16 @@ Both take the extension field ``"pcfjudge": {...}`` (k, model, include_runs, ...
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import AfterValidator, BaseModel, Field
 
-from pcfjudge.api.schemas import CandidateOut, ListwiseResponse, Strict, Text
+from pcfjudge.api.schemas import CandidateOut, ListwiseResponse, Strict, Text, _non_blank
 from pcfjudge.types import MAX_K
+
+CutText = Annotated[str, AfterValidator(_non_blank), Field(min_length=1, json_schema_extra={"pattern": r"\S"})]
+"""Text the request may ask to cut (TEI's truncate, Cohere's max_tokens_per_doc): non-blank, and no maxLength in the
+schema, since a longer one is cut rather than refused when asked; otherwise PCFJ_MAX_*_CHARS apply (422)."""
 
 TeiErrorType = Literal["Unhealthy", "Backend", "Overloaded", "Validation", "Tokenizer", "Empty"]
 
@@ -44,10 +48,14 @@ class RerankOptions(Strict):
 
 
 class TeiRerankRequest(Strict):
-    query: Text = Field(description="The question the texts answer (the judging prompt).")
-    texts: list[Text] = Field(
+    query: CutText = Field(
+        description="The question the texts answer (the judging prompt). Longer than PCFJ_MAX_QUESTION_CHARS "
+        "(default 32,000) is a 422 unless truncate is true."
+    )
+    texts: list[CutText] = Field(
         description="The candidate answers; 1 to PCFJ_MAX_CANDIDATES (default 16), more is a 413 naming the limit. "
-        "One text is judged pointwise (score = the judge's score / 100), as a reward group of one."
+        "One text is judged pointwise (score = the judge's score / 100), as a reward group of one. A text longer than "
+        "PCFJ_MAX_CANDIDATE_CHARS (default 32,000) is a 422 unless truncate is true."
     )
     raw_scores: bool = Field(default=False, description="Scores on the judge's 0–100 consensus scale, not 0–1.")
     return_text: bool = Field(default=False, description="Echo each text in its result.")
@@ -93,10 +101,11 @@ class CohereRerankRequest(Strict):
         "which means the server's default judge.",
     )
     query: Text = Field(description="The question the documents answer (the judging prompt).")
-    documents: list[Text | dict[str, str]] = Field(
+    documents: list[CutText | dict[str, str]] = Field(
         description="Strings, or objects whose rank_fields (default: text) are judged; 1 to PCFJ_MAX_CANDIDATES "
         "(default 16), more is a 413 naming the limit. One document is judged pointwise (relevance_score = the "
-        "judge's score / 100), as a reward group of one."
+        "judge's score / 100), as a reward group of one. A document longer than PCFJ_MAX_CANDIDATE_CHARS (default "
+        "32,000) is a 422 unless max_tokens_per_doc cuts it."
     )
     top_n: int | None = Field(default=None, ge=1, description="Return only the best top_n results (default: all).")
     return_documents: bool | None = Field(
