@@ -231,16 +231,6 @@ class Settings(BaseSettings):
     batch_poll_s: float = Field(
         30.0, gt=0, le=3600, description="Seconds between status checks while `pcfjudge eval --batch` waits for batches."
     )
-    batch_price_factor: float = Field(
-        0.5,
-        gt=0,
-        le=1,
-        description="Share of PCFJ_PRICES a provider batch costs (`pcfjudge batch`, `eval --batch`): OpenAI's Batch "
-        "API and Anthropic's Message Batches charge half price.",
-    )
-    batch_poll_s: float = Field(
-        30.0, gt=0, le=3600, description="Seconds between status checks while `pcfjudge eval --batch` waits for batches."
-    )
 
     @model_validator(mode="after")
     def _check(self) -> Settings:
