@@ -15,10 +15,10 @@ from pcfjudge.backends.slots import Slots
 from pcfjudge.cache.layered import LayeredCache
 from pcfjudge.cache.redis_cache import RedisCache, hash_tag
 from pcfjudge.cache.redis_client import connect
-from pcfjudge.judging import prompts
 from pcfjudge.judging.failures import JudgingFailed
 from pcfjudge.judging.keys import cache_key, item_hash
 from pcfjudge.judging.listwise import ListwiseResult, ListwiseTask, judge_listwise
+from pcfjudge.judging.prompts import PromptStyle
 from pcfjudge.judging.runner import Runner
 from pcfjudge.services import Services
 from pcfjudge.settings import Settings
@@ -120,9 +120,7 @@ def _variant(name: str) -> tuple[ListwiseTask, str, DecodingParams]:
 
 
 @pytest.mark.parametrize("component", ["item", "permutation", "model", "sample", "prompt_version", "decoding"])
-async def test_changing_any_key_component_misses(
-    redis_server: RedisServer, component: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def test_changing_any_key_component_misses(redis_server: RedisServer, component: str) -> None:
     backend = Counting()
     services = services_for(redis_server, backend)
     runner = Runner(RedisCache(services.cache.shared.client, ttl_s=60))  # type: ignore[attr-defined]
@@ -133,8 +131,8 @@ async def test_changing_any_key_component_misses(
         repeat = await judge_listwise(make_task(k=1, mode="direct"), sim, runner, PARAMS, deadline=soon(10))
         assert (repeat.backend_calls, repeat.cache_hits) == (0, 1)
         task, model, params = _variant(component)
-        if component == "prompt_version":
-            monkeypatch.setattr(prompts, "LISTWISE_VERSION", "v-next")
+        if component == "prompt_version":  # the same task in another prompt version (v1, kept selectable)
+            task = dataclasses.replace(task, style=PromptStyle("v1"))
         resolved = services.registry.resolve(model)
         changed = await judge_listwise(task, resolved, runner, params, deadline=soon(10))
         # "sample" repeats the canonical order twice: sample 0 is the base entry, sample 1 is new.
@@ -155,7 +153,7 @@ async def test_entries_carry_a_ttl_and_the_judgment(redis_server: RedisServer) -
                 assert 3_590_000 < ttl_ms <= 3_600_000
                 value = json.loads(client.get(key) or b"null")
                 assert set(value) == {"answer", "usage", "prompt_version", "model"}
-                assert value["prompt_version"] == "listwise-v1" and value["model"] == "sim:default"
+                assert value["prompt_version"] == "listwise-v2" and value["model"] == "sim:default"
                 assert value["answer"]["candidates"] and value["usage"]["input_tokens"] > 0
     finally:
         await services.aclose()
@@ -256,7 +254,7 @@ async def test_waiting_on_another_replicas_lock_ends_at_the_deadline_without_a_c
     services = services_for(redis_server, backend)
     task = make_task(k=1, mode="direct")
     key = cache_key(
-        item_hash(task.question, task.texts), "listwise", (0, 1, 2, 3), "sim:default", 0, "listwise-v1", PARAMS
+        item_hash(task.question, task.texts), "listwise", (0, 1, 2, 3), "sim:default", 0, "listwise-v2", PARAMS
     )
     with redis_server.client() as client:
         client.set(f"{key}:lock", "another-replica", px=60_000)  # its call is still running
