@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from pcfjudge.cli import main
-from pcfjudge.eval.cli import parse_k_option
+from pcfjudge.eval.options import parse_k_option
 from pcfjudge.eval.rewardbench2.adaptive_k import RULES, replay
 from pcfjudge.eval.rewardbench2.analysis import ItemRuns
 from pcfjudge.eval.rewardbench2.collect import Rb2Plan, correct_id, make_task

@@ -6,12 +6,12 @@ import argparse
 from functools import partial
 from pathlib import Path
 
-from pcfjudge.eval.cli import check_common, command_line
 from pcfjudge.eval.data import HubData, resolve
 from pcfjudge.eval.harness import check_manifest, collect, fail, run_logged
 from pcfjudge.eval.judgebench.collect import JbCollector
 from pcfjudge.eval.judgebench.loader import JudgeBenchPair, load_judgebench, load_judgebench_hub
 from pcfjudge.eval.judgebench.report import JbMeta, build_summary, render_markdown, write_report
+from pcfjudge.eval.options import check_common, command_line
 from pcfjudge.eval.progress import missing_eval_extra
 from pcfjudge.eval.runlog import LOG_NAME, RunLog
 from pcfjudge.settings import Settings

@@ -6,9 +6,9 @@ import argparse
 from functools import partial
 from pathlib import Path
 
-from pcfjudge.eval.cli import check_common, command_line, parse_k_option
 from pcfjudge.eval.data import HubData, resolve
 from pcfjudge.eval.harness import check_manifest, collect, fail, run_logged
+from pcfjudge.eval.options import check_common, command_line, parse_k_option
 from pcfjudge.eval.progress import missing_eval_extra
 from pcfjudge.eval.rewardbench2.collect import Rb2Collector, Rb2Plan
 from pcfjudge.eval.rewardbench2.loader import FactualityItem, load_rewardbench2, load_rewardbench2_hub
