@@ -29,17 +29,8 @@ Dialect = Literal[
     "prompt",
 ]
 """Structured-output dialects of OpenAI-compatible engines (``pcfjudge.backends.dialects``)."""
-OutputMode = Literal[
-    "auto",
-    "json_schema",
-    "json_object_schema",
-    "structured_outputs",
-    "guided_json",
-    "ollama_format",
-    "tgi_json",
-    "json_object",
-    "prompt",
-]
+OutputMode = Literal["auto", Dialect]
+"""``auto`` (learn the dialect from the engine) or one dialect pinned: ``PCFJ_OPENAI_OUTPUT_MODE``."""
 CacheMode = Literal["use", "refresh", "bypass"]
 
 FAILURE_KINDS: dict[int, str] = {502: "backend_error", 503: "backend_overloaded", 504: "backend_timeout"}
