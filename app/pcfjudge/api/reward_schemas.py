@@ -52,7 +52,7 @@ class RewardSample(Strict):
     reference: str | None = Field(
         default=None,
         description="A gold answer (label, ground truth): the group is judged with the reference-aware prompt "
-        "listwise-ref-v1. Blank means none.",
+        "listwise-ref-v2 (-terse without rationales). Blank means none.",
         json_schema_extra=_LONG_TEXT,
     )
     group: str | None = Field(
@@ -89,7 +89,7 @@ class RewardSampleResult(BaseModel):
     scoring: Literal["group", "pointwise"] = Field(
         description="group: judged against the group's other responses; pointwise: alone (a group of one)."
     )
-    reference: bool = Field(description="Judged against the sample's reference (prompt listwise-ref-v1).")
+    reference: bool = Field(description="Judged against the sample's reference (prompt listwise-ref-…).")
     order_sensitive: bool | None = Field(description="Whether the judge's top pick changed with the order.")
     k: int = Field(description="Permutations (calls) the group's judgment used.")
     prompt_version: str

@@ -8,7 +8,7 @@ rounded to an integer and clipped to 0–100. The pieces model what the paper ob
   * the order noise depends on the displayed order, not the sample index, so repeating the canonical order
     barely helps (paper Table 2), while permuting averages it away together with the position bias;
   * the sample noise is small, as for a real judge at low temperature.
-``sim:default`` draws latent quality from a hash of the candidate text; with a reference (``listwise-ref-v1``) it is
+``sim:default`` draws latent quality from a hash of the candidate text; with a reference (``listwise-ref-…``) it is
 mostly how much of the reference the candidate states (``reference_agreement``). ``sim:oracle`` is told which displayed
 candidate is truly best (``JudgeCall.oracle_position``) and gives it a quality margin calibrated so that the
 direct (canonical, K=1) top-1 accuracy lands near ``target_accuracy`` for 4 candidates in random positions.

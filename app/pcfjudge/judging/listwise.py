@@ -44,7 +44,7 @@ class ListwiseTask:
     oracle_best: str | None = None  # for sim:oracle: the id of the truly best candidate
     cache_mode: CacheMode = "use"
     model: str | None = None  # provider:model; None: the configured default
-    reference: str | None = None  # a gold answer: judged with the reference-aware prompt (listwise-ref-v1)
+    reference: str | None = None  # a gold answer: judged with the reference-aware prompt (listwise-ref-…)
     auto: Adaptive | None = None  # "k": "auto": k is k_max, runs stop as ``auto.stop`` allows (judging/adaptive.py)
     budget: Budget | None = None  # max_calls / max_cost_usd, spent in schedule order (judging/waves.py)
     style: PromptStyle = DEFAULT_STYLE  # prompt family and rationales (front doors take it from ``Judge.style``)

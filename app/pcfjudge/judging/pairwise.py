@@ -5,9 +5,9 @@ there; this module only plans the passes, fetches them through the ``Runner`` (c
 per pass) and validates and maps their answers.
 
 Passes and cache entries (``plan_passes``; ``cache_key(item, kind, order, model, sample, version, params)``):
-  direct   kind "pairwise", order (0, 1): response_a shown first as "A"           version pairwise-v1
-  swapped  kind "pairwise", order (1, 0): response_b shown first; verdict unswapped version pairwise-v1
-  keyed    kind "keyed",    order (0, 1): original order                           version keyed-v1
+  direct   kind "pairwise", order (0, 1): response_a shown first as "A"           version pairwise-v2 (or the style's)
+  swapped  kind "pairwise", order (1, 0): response_b shown first; verdict unswapped version pairwise-v2 (or the style's)
+  keyed    kind "keyed",    order (0, 1): original order                           version keyed-v2 (or the style's)
 The two orders run concurrently; the keyed pass, when needed, runs after them within the same request deadline.
 If both orders fail the request fails (``JudgingFailed``, 502/503/504 as for listwise).
 """
