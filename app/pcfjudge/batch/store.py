@@ -24,8 +24,9 @@ import secrets
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal, TextIO
+from typing import Any, Literal
 
+from pcfjudge.jsonl import JsonlAppender
 from pcfjudge.types import Usage
 
 STATE = "state.json"
@@ -111,7 +112,7 @@ class Results:
     usage: dict[str, Usage] = field(default_factory=dict)  # submission -> tokens of its results
     outcomes: dict[str, Counter[str]] = field(default_factory=dict)  # submission -> "ok" / error kind -> count
     skipped: int = 0
-    _handle: TextIO | None = None
+    _appender: JsonlAppender | None = None
 
     @classmethod
     def open(cls, path: Path) -> Results:
@@ -145,27 +146,18 @@ class Results:
         """Append one result line (flushed now); False (nothing written) if its (submission, custom id) is known."""
         if (str(line["submission"]), str(line["custom_id"])) in self.seen:
             return False
-        if self._handle is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            torn = self.path.exists() and self.path.stat().st_size > 0 and not _ends_with_newline(self.path)
-            self._handle = self.path.open("a", encoding="utf-8")
-            if torn:
-                self._handle.write("\n")  # keep a torn last line from swallowing this one
-        self._handle.write(json.dumps(line, ensure_ascii=False, sort_keys=True) + "\n")
-        self._handle.flush()
+        self._writer().write(line)
         self._index(line)
         return True
 
     def total_usage(self) -> Usage:
         return sum(self.usage.values(), Usage())
 
+    def _writer(self) -> JsonlAppender:
+        if self._appender is None:
+            self._appender = JsonlAppender(self.path)
+        return self._appender
+
     def close(self) -> None:
-        if self._handle is not None:
-            self._handle.close()
-            self._handle = None
-
-
-def _ends_with_newline(path: Path) -> bool:
-    with path.open("rb") as handle:
-        handle.seek(-1, 2)
-        return handle.read(1) == b"\n"
+        if self._appender is not None:
+            self._appender.close()

@@ -12,8 +12,9 @@ import json
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
+from pcfjudge.jsonl import JsonlAppender
 from pcfjudge.judging.runner import CallOutcome
 from pcfjudge.judging.types import CandidateJudgment, RunJudgments
 from pcfjudge.types import Usage
@@ -139,7 +140,7 @@ class RunLog:
     done: set[RunKey] = field(default_factory=set)
     replay: dict[ReplayKey, dict[str, Any]] = field(default_factory=dict)
     latest: dict[RunKey, dict[str, Any]] = field(default_factory=dict)  # as ``latest_success``
-    _handle: TextIO | None = None
+    _appender: JsonlAppender | None = None
 
     @classmethod
     def open(cls, path: Path) -> RunLog:
@@ -165,30 +166,21 @@ class RunLog:
         """Write one line and flush it now; a line for a key already done is dropped (never duplicated)."""
         if line.get("error") is None and run_key(line) in self.done:
             return
-        if self._handle is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            torn = self.path.exists() and self.path.stat().st_size > 0 and not _ends_with_newline(self.path)
-            self._handle = self.path.open("a", encoding="utf-8")
-            if torn:
-                self._handle.write("\n")  # keep a torn last line from swallowing this one
-        self._handle.write(json.dumps(line, ensure_ascii=False, sort_keys=True) + "\n")
-        self._handle.flush()
+        self._writer().write(line)
         self.lines.append(line)
         self._index(line)
 
+    def _writer(self) -> JsonlAppender:
+        if self._appender is None:
+            self._appender = JsonlAppender(self.path)
+        return self._appender
+
     def close(self) -> None:
-        if self._handle is not None:
-            self._handle.close()
-            self._handle = None
+        if self._appender is not None:
+            self._appender.close()
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         return iter(self.lines)
-
-
-def _ends_with_newline(path: Path) -> bool:
-    with path.open("rb") as handle:
-        handle.seek(-1, 2)
-        return handle.read(1) == b"\n"
 
 
 def latest_success(lines: Iterable[Mapping[str, Any]]) -> dict[RunKey, Mapping[str, Any]]:
