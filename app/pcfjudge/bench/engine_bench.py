@@ -87,8 +87,7 @@ async def _bare(bench: EngineBench, backend: OpenAIBackend, work: list[tuple[str
     """The engine through a bare client: the bodies pcfjudge's backend builds, posted as they are."""
     done = Pass("bare client")
     gate = asyncio.Semaphore(bench.concurrency)
-    headers = {"Content-Type": "application/json", "Authorization": "Bearer no-key"}
-    endpoint = bench.url.rstrip("/") + "/chat/completions"
+    endpoint, headers = backend.wire.endpoint, backend.wire.headers  # the same URL and headers (key, credentials)
     async with aiohttp.ClientSession(headers=headers, connector=aiohttp.TCPConnector(limit=0)) as session:
 
         async def call(body: bytes) -> dict[str, object]:
@@ -108,9 +107,9 @@ async def _bare(bench: EngineBench, backend: OpenAIBackend, work: list[tuple[str
                 request = backend.request(_call_of(prompt, bench))
                 bodies.append(orjson.dumps(request))
             async with gate:
-                answers_ = await asyncio.gather(*(call(body) for body in bodies))
+                replies = await asyncio.gather(*(call(body) for body in bodies))
             done.judgments += 1
-            for data in answers_:
+            for data in replies:
                 usage = data.get("usage")
                 if isinstance(usage, dict):
                     done.usage += _usage(usage)
