@@ -50,7 +50,8 @@ def test_eval_reports_fixed_and_adaptive_k_side_by_side(tmp_path: Path, capsys: 
         assert certified["calls_vs_k_max"] == pytest.approx(certified["calls_per_item"] / (7 * e))
         assert sum(t["stopped"]["certified"].values()) == n
     report = (out / "report.md").read_text()
-    assert "## Table 4. Adaptive K, 1 execution(s)" in report and "## Table 4b. Adaptive K, 2 execution(s)" in report
+    assert "## Adaptive K, 1 execution(s)" in report and "## Adaptive K, 2 execution(s)" in report
+    assert "Table 4" not in report  # the paper's Table 4 is JudgeBench
     assert f"| sim:oracle | auto certified | {rows['K=7']['accuracy']:.2f} | +0.00 |" in report
     assert (out / "accuracy_vs_calls.png").read_bytes()[:8] == PNG_MAGIC
     assert "--k auto --k-min 3" in summary["command"]

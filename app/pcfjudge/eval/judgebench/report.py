@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pcfjudge.eval import figures
+from pcfjudge.eval import bias, figures
 from pcfjudge.eval.judgebench.analysis import SCORING, analyse, gather
 from pcfjudge.eval.metrics import JUDGEBENCH_BUCKETS
 from pcfjudge.eval.report_fmt import (
@@ -46,6 +46,7 @@ def build_summary(
         for pair in pairs:
             handle.write(json.dumps(pair.judgebench_record()) + "\n")
     included = {pair.pair_id for pair in pairs}
+    logged = [line for line in lines if line["item"] in included]
     return {
         "benchmark": "judgebench",
         "simulation": is_simulation(meta.model),
@@ -53,9 +54,14 @@ def build_summary(
         "data": meta.data,
         "scoring": SCORING,
         "incomplete_items": incomplete,
-        "log": token_totals(line for line in lines if line["item"] in included),
+        "log": token_totals(logged),
         "command": meta.command,
         **result,
+        "bias": {
+            "usability": bias.usability(logged),
+            "pairwise": bias.pairwise_bias(logged),
+            "cost": bias.cost(logged),
+        },
         "judgebench_two_game": score_judgments_file(out_dir / JUDGMENTS),
     }
 
@@ -107,6 +113,7 @@ def render_markdown(summary: Mapping[str, Any]) -> str:
         f"{paired['improved']} improved / {paired['regressed']} regressed / {paired['unchanged']} unchanged "
         f"(exact two-sided sign test p = {p_value(paired['sign_test_p'])}).",
         "",
+        *bias.render(summary),
         "## JudgeBench's own metric (game 1 = direct pass, game 2 = swapped pass; inconsistent pairs count wrong)",
         "",
     ]

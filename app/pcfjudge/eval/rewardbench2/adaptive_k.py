@@ -71,13 +71,13 @@ def compare(items: Sequence[ItemRuns], *, ks: Sequence[int], k_min: int, k_max: 
 
 
 def render(tables: Sequence[Mapping[str, Any]], model: str) -> list[str]:
-    """Table 4 of the report: one block per number of executions."""
+    """The adaptive-K section (not one of the paper's tables, whose Table 4 is JudgeBench): one block per number of
+    executions."""
     out: list[str] = []
-    for number, t in zip(("4", "4b"), tables, strict=False):
+    for t in tables:
         k_max, n = t["k_max"], t["n"]
         out += [
-            f"## Table {number}. Adaptive K, {t['executions']} execution(s) (auto: k_min={t['k_min']}, "
-            f"k_max={k_max}; N = {n})",
+            f"## Adaptive K, {t['executions']} execution(s) (auto: k_min={t['k_min']}, k_max={k_max}; N = {n})",
             "",
         ]
         rows = [

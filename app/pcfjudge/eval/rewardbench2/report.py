@@ -1,5 +1,5 @@
-"""Write the RewardBench 2 report from the run log: ``summary.json``, ``report.md`` (Tables 1–3, and Table 4 on adaptive
-K with ``--k auto``) and the PNGs (``accuracy_vs_calls.png`` with ``--k auto``)."""
+"""Write the RewardBench 2 report from the run log: ``summary.json``, ``report.md`` (Tables 1–3, position bias and cost,
+and adaptive K with ``--k auto``) and the PNGs (``accuracy_vs_calls.png`` with ``--k auto``)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from pcfjudge.eval import figures
+from pcfjudge.eval import bias, figures
 from pcfjudge.eval.report_fmt import (
     delta,
     is_simulation,
@@ -55,6 +55,7 @@ def build_summary(lines: Sequence[Mapping[str, Any]], meta: Rb2Meta, item_ids: S
     max_k = max(meta.ks)
     items, incomplete = gather(lines, max_k=max_k, executions=meta.executions, item_ids=item_ids)
     included = {item.item for item in items}
+    logged = [line for line in lines if line["item"] in included]
     result = analyse(items, ks=meta.ks, max_k=max_k, executions=meta.executions)
     if meta.auto_k_min is not None:
         compare = partial(adaptive_k.compare, items, ks=meta.ks, k_min=meta.auto_k_min, k_max=max_k)
@@ -71,9 +72,14 @@ def build_summary(lines: Sequence[Mapping[str, Any]], meta: Rb2Meta, item_ids: S
         "executions": meta.executions,
         "tie_rule": TIE_RULE,
         "incomplete_items": incomplete,
-        "log": token_totals(line for line in lines if line["item"] in included),
+        "log": token_totals(logged),
         "command": meta.command,
         **result,
+        "bias": {
+            "usability": bias.usability(logged),
+            "listwise": bias.listwise_bias(logged),
+            "cost": bias.cost(logged, bias.LISTWISE_PROTOCOL),
+        },
     }
 
 
@@ -136,7 +142,7 @@ def render_markdown(summary: Mapping[str, Any]) -> str:
             ]
         )
     out += table(["Variant", "w_s", "w_B", "w_v", "w_u", f"{model} (%)"], weight_rows)
-    out += [""]
+    out += ["", *bias.render(summary)]
     if "adaptive" in summary:
         out += adaptive_k.render(summary["adaptive"], model)
     out += [
