@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from fractions import Fraction
+from pathlib import Path
 from typing import Any
 
 import pytest
-
+from pcfjudge.cli import main
 from pcfjudge.eval import bias
 
 
@@ -87,3 +89,24 @@ def test_usability_and_cost() -> None:
     assert spend["input_tokens_per_judgment"] == pytest.approx(150.0)
     text = "\n".join(bias.render({"bias": {"usability": use, "cost": spend, "listwise": bias.listwise_bias(lines)}}))
     assert "Usable runs: 4 of 5 (80.0%); failed: truncated 1" in text
+
+
+def test_the_eval_uses_the_prompts_the_service_would(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """PCFJ_RATIONALES and PCFJ_PROMPTS reach the eval's runs (they were ignored: every eval ran listwise-v2)."""
+    monkeypatch.setenv("PCFJ_RATIONALES", "false")
+    rb2 = tmp_path / "rb2"
+    argv = ["eval", "rewardbench2", "--data", "synthetic:2", "--model", "sim:default", "--k", "3", "--executions", "1"]
+    assert main([*argv, "--out", str(rb2)]) == 0
+    summary = json.loads((rb2 / "summary.json").read_text())
+    assert summary["prompt_version"] == "listwise-v2-terse"
+    answers = [json.loads(line)["answer"] for line in (rb2 / "runs.jsonl").read_text().splitlines()]
+    assert answers and all("rationale" not in c for a in answers for c in a["candidates"].values())
+    assert "Position bias and cost per judgment" in (rb2 / "report.md").read_text()
+
+    monkeypatch.delenv("PCFJ_RATIONALES")
+    monkeypatch.setenv("PCFJ_PROMPTS", "v1")
+    jb = tmp_path / "jb"
+    argv = ["eval", "judgebench", "--data", "judgebench:gpt-4o", "--model", "sim:default", "--limit", "2"]
+    assert main([*argv, "--out", str(jb)]) == 0
+    assert json.loads((jb / "summary.json").read_text())["prompt_versions"] == "pairwise-v1, keyed-v1"
+    assert "Response shown first won" in (jb / "report.md").read_text()

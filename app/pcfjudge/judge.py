@@ -37,6 +37,17 @@ class _Spent(Protocol):
 R = TypeVar("R", bound=_Spent)
 Door = Literal["listwise", "pairwise", "rerank", "reward"]
 RATIONALES_BY_DOOR: dict[Door, bool] = {"listwise": True, "pairwise": True, "rerank": False, "reward": False}
+
+
+def prompt_style(settings: Settings, rationales: bool | None, door: Door) -> PromptStyle:
+    """See ``Judge.style``; the eval harness asks it too, so its runs use the prompts the service would."""
+    if rationales is None:
+        rationales = settings.rationales
+    if rationales is None:
+        rationales = RATIONALES_BY_DOOR[door]
+    return PromptStyle(settings.prompts, rationales or settings.prompts == "v1")
+
+
 """Whether a front door asks for rationales when neither the request nor PCFJ_RATIONALES says."""
 
 
@@ -65,11 +76,7 @@ class Judge:
     def style(self, rationales: bool | None, door: Door) -> PromptStyle:
         """The prompt style of a request at ``door``: the request's ``rationales``, else PCFJ_RATIONALES, else the
         door's default; the family is PCFJ_PROMPTS (v1 always asks for rationales)."""
-        if rationales is None:
-            rationales = self.settings.rationales
-        if rationales is None:
-            rationales = RATIONALES_BY_DOOR[door]
-        return PromptStyle(self.settings.prompts, rationales or self.settings.prompts == "v1")
+        return prompt_style(self.settings, rationales, door)
 
     def params(self, model: ResolvedModel) -> DecodingParams:
         """Decoding parameters for the model's calls (the simulated judge ignores them but they key its cache)."""

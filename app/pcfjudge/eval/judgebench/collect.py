@@ -21,7 +21,7 @@ from pcfjudge.judging import apoc
 from pcfjudge.judging.estimation import check_estimation
 from pcfjudge.judging.pairwise import PairwiseTask, PassName, PlannedPass
 from pcfjudge.judging.pairwise_prompts import render_keyed, render_pairwise
-from pcfjudge.judging.prompts import new_nonce
+from pcfjudge.judging.prompts import DEFAULT_STYLE, PromptStyle, new_nonce
 from pcfjudge.judging.runner import CallOutcome
 
 PROTOCOL = "apoc"
@@ -39,7 +39,7 @@ def oracle_best(pair: JudgeBenchPair, model: str) -> Literal["A", "B"] | None:
     return "B" if pair.label == "B>A" else None
 
 
-def make_task(pair: JudgeBenchPair, model: str) -> PairwiseTask:
+def make_task(pair: JudgeBenchPair, model: str, style: PromptStyle = DEFAULT_STYLE) -> PairwiseTask:
     return PairwiseTask(
         pair.question,
         pair.response_a,
@@ -47,6 +47,7 @@ def make_task(pair: JudgeBenchPair, model: str) -> PairwiseTask:
         keyed=True,
         oracle_best=oracle_best(pair, model),
         model=model,
+        style=style,
     )
 
 
@@ -137,9 +138,10 @@ class JbCollector:
     """The harness's ``Collector`` for JudgeBench pairs."""
 
     model: str
+    style: PromptStyle = DEFAULT_STYLE  # the service's for the pairwise door (PCFJ_PROMPTS, PCFJ_RATIONALES)
 
     def request(self, pair: JudgeBenchPair, planner: Planner) -> tuple[PairwiseTask, Calls]:
-        task = make_task(pair, self.model)
+        task = make_task(pair, self.model, self.style)
         return task, planned_calls(pair, task, planner.plan_pairwise(task))
 
     def _orders_missing(self, pair: JudgeBenchPair, planner: Planner, log: RunLog) -> int:
@@ -159,7 +161,7 @@ class JbCollector:
                 continue
             texts = (pair.response_a, pair.response_b)
             for render in (render_pairwise, render_pairwise, render_keyed):
-                prompt = render(pair.question, texts, nonce)
+                prompt = render(pair.question, texts, nonce, self.style)
                 tokens += (len(prompt.system) + len(prompt.user)) // 4
                 calls += 1
         return Estimate(calls, tokens, calls * max_output)

@@ -14,6 +14,8 @@ from pcfjudge.eval.judgebench.report import JbMeta, build_summary, render_markdo
 from pcfjudge.eval.options import check_common, command_line
 from pcfjudge.eval.progress import missing_eval_extra
 from pcfjudge.eval.runlog import LOG_NAME, RunLog
+from pcfjudge.judge import prompt_style
+from pcfjudge.judging.pairwise_prompts import pairwise_version
 from pcfjudge.settings import Settings
 
 OPTIONS = ("data", "hub-repo", "model", "limit", "out", "server", "concurrency", "batch")
@@ -39,11 +41,13 @@ def run_judgebench(args: argparse.Namespace) -> int:
     if (clash := check_manifest(out, {"benchmark": "judgebench", "model": args.model})) is not None:
         return fail(clash)
     settings = Settings()
+    style = prompt_style(settings, None, "pairwise")
     log = RunLog.open(out / LOG_NAME)
-    work = partial(collect, settings, args, log, JbCollector(args.model), pairs, desc="judgebench")
+    work = partial(collect, settings, args, log, JbCollector(args.model, style), pairs, desc="judgebench")
     if (code := run_logged(log, work)) is not None:
         return code
-    meta = JbMeta(args.model, args.data, command_line(["eval", "judgebench"], args, OPTIONS))
+    versions = f"{pairwise_version(style)}, {pairwise_version(style, keyed=True)}"
+    meta = JbMeta(args.model, args.data, command_line(["eval", "judgebench"], args, OPTIONS), versions)
     try:
         summary = build_summary(out, log.lines, meta, [pair.pair_id for pair in pairs])
     except ValueError as exc:

@@ -33,6 +33,7 @@ class JbMeta:
     model: str
     data: str
     command: str
+    prompt_versions: str = ""  # the pairwise and keyed prompts the passes used (PCFJ_PROMPTS, PCFJ_RATIONALES)
 
 
 def build_summary(
@@ -56,6 +57,7 @@ def build_summary(
         "incomplete_items": incomplete,
         "log": token_totals(logged),
         "command": meta.command,
+        "prompt_versions": meta.prompt_versions,
         **result,
         "bias": {
             "usability": bias.usability(logged),
@@ -98,7 +100,7 @@ def render_markdown(summary: Mapping[str, Any]) -> str:
         f"skipped as estimation-style; {proto['failed_pairs']} pair(s) with both orders failed",
         f"- Run log: {log['lines']} passes, {log['backend_calls']} uncached backend calls, {log['failed_runs']} "
         f"failed; {log['input_tokens']:,} input / {log['output_tokens']:,} output tokens",
-        f"- Command: `{summary['command']}`",
+        f"- Prompts: `{summary.get('prompt_versions') or 'not recorded'}`; command: `{summary['command']}`",
         "",
         "## Table 4. JudgeBench (source-macro accuracy: per `source`, then the mean)",
         "",

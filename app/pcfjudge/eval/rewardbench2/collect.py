@@ -19,7 +19,7 @@ from pcfjudge.eval.rewardbench2.loader import FactualityItem
 from pcfjudge.eval.runlog import PlannedCall, RunLog, call_line, judgments_to_json, outcome_fields, service_fields
 from pcfjudge.judging import listwise as lw
 from pcfjudge.judging.parse import parse_listwise
-from pcfjudge.judging.prompts import new_nonce, render_listwise
+from pcfjudge.judging.prompts import DEFAULT_STYLE, PromptStyle, new_nonce, render_listwise
 from pcfjudge.judging.runner import CallOutcome
 from pcfjudge.types import LABELS
 
@@ -32,6 +32,7 @@ class Rb2Plan:
     max_k: int
     executions: int
     schedule_seed: int = 0
+    style: PromptStyle = DEFAULT_STYLE  # the service's for the listwise door (PCFJ_PROMPTS, PCFJ_RATIONALES)
 
     def requests(self) -> list[tuple[lw.Mode, int]]:
         return [("consensus", self.executions), ("repeated_canonical", 1)]
@@ -56,6 +57,7 @@ def make_task(item: FactualityItem, plan: Rb2Plan, mode: lw.Mode, executions: in
         seed=plan.schedule_seed,
         oracle_best=correct_id(item) if plan.model == ORACLE_MODEL else None,
         model=plan.model,
+        style=plan.style,
     )
 
 
@@ -153,7 +155,7 @@ class Rb2Collector:
         calls = tokens = 0
         nonce = new_nonce()
         for item, count in self.pending(items, planner, log):
-            prompt = render_listwise(item.prompt, item.candidates, nonce)
+            prompt = render_listwise(item.prompt, item.candidates, nonce, style=self.plan.style)
             calls += count
             tokens += count * (len(prompt.system) + len(prompt.user)) // 4
         return Estimate(calls, tokens, calls * max_output)

@@ -15,6 +15,8 @@ from pcfjudge.eval.rewardbench2.loader import FactualityItem, load_rewardbench2,
 from pcfjudge.eval.rewardbench2.report import Rb2Meta, build_summary, render_markdown, write_report
 from pcfjudge.eval.rewardbench2.synthetic import PREFIX, load_synthetic
 from pcfjudge.eval.runlog import LOG_NAME, RunLog
+from pcfjudge.judge import prompt_style
+from pcfjudge.judging.prompts import listwise_version
 from pcfjudge.settings import Settings
 
 OPTIONS = (
@@ -66,15 +68,26 @@ def run_rewardbench2(args: argparse.Namespace) -> int:
     }
     if (clash := check_manifest(out, manifest)) is not None:
         return fail(clash)
-    collector = Rb2Collector(Rb2Plan(args.model, max(ks), args.executions, args.schedule_seed))
     settings = Settings()
+    style = prompt_style(settings, None, "listwise")
+    collector = Rb2Collector(Rb2Plan(args.model, max(ks), args.executions, args.schedule_seed, style))
     log = RunLog.open(out / LOG_NAME)
     work = partial(collect, settings, args, log, collector, items, desc="rewardbench2")
     if (code := run_logged(log, work)) is not None:
         return code
     command = command_line(["eval", "rewardbench2"], args, OPTIONS)
     auto_k_min = args.k_min if auto else None
-    meta = Rb2Meta(args.model, args.data, ks, args.executions, args.seed, args.schedule_seed, command, auto_k_min)
+    meta = Rb2Meta(
+        args.model,
+        args.data,
+        ks,
+        args.executions,
+        args.seed,
+        args.schedule_seed,
+        command,
+        auto_k_min,
+        listwise_version(None, style),
+    )
     try:
         summary = build_summary(log.lines, meta, [item.item_id for item in items])
     except ValueError as exc:

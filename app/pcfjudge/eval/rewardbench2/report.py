@@ -48,6 +48,7 @@ class Rb2Meta:
     schedule_seed: int
     command: str
     auto_k_min: int | None = None  # --k auto: compare adaptive K from this k_min (None: not asked for)
+    prompt_version: str = ""  # the listwise prompt the runs used (PCFJ_PROMPTS, PCFJ_RATIONALES)
 
 
 def build_summary(lines: Sequence[Mapping[str, Any]], meta: Rb2Meta, item_ids: Sequence[str] | None) -> dict[str, Any]:
@@ -74,6 +75,7 @@ def build_summary(lines: Sequence[Mapping[str, Any]], meta: Rb2Meta, item_ids: S
         "incomplete_items": incomplete,
         "log": token_totals(logged),
         "command": meta.command,
+        "prompt_version": meta.prompt_version,
         **result,
         "bias": {
             "usability": bias.usability(logged),
@@ -99,7 +101,7 @@ def render_markdown(summary: Mapping[str, Any]) -> str:
         f"PCFJudge {final['mean_winners']:.2f}",
         f"- Run log: {log['lines']} runs, {log['backend_calls']} uncached backend calls, {log['failed_runs']} failed; "
         f"{log['input_tokens']:,} input / {log['output_tokens']:,} output tokens",
-        f"- Command: `{summary['command']}`",
+        f"- Prompt: `{summary.get('prompt_version') or 'not recorded'}`; command: `{summary['command']}`",
         "",
         f"## Table 1. Main result (K={final['k']}, {final['executions']} execution(s) aggregated)",
         "",
