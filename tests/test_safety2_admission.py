@@ -254,3 +254,33 @@ def test_fuzz_reservations_are_made_per_call_task_and_released_exactly_once(
         assert checks > 0
 
     asyncio.run(main())
+
+
+async def test_shedding_looks_again_when_a_waiter_could_first_become_hopeless() -> None:
+    """With nothing answered yet the estimate grows with the running calls' age, so a waiter ``rounds`` deep becomes
+    hopeless at deadline / (rounds + 2 + SPARE) after they started; the queue is checked by then, not up to a whole
+    tick later (a cold burst's last refusals came a tick late)."""
+    slots = Slots(2, 10)
+    loop = asyncio.get_running_loop()
+    hold = asyncio.Event()
+
+    async def running() -> None:
+        async with slots.slot():
+            await hold.wait()
+
+    holders = [asyncio.create_task(running()) for _ in range(2)]
+    await asyncio.sleep(0)
+    start = loop.time()
+    deadline = start + 0.15  # round 0 (2 waiters) hopeless at 0.15 / 2.1 ≈ 0.071 s, round 1 at 0.15 / 3.1 ≈ 0.048 s
+    waiters = [asyncio.create_task(slots.slot(deadline).__aenter__()) for _ in range(4)]
+    await asyncio.sleep(0)
+    slots._tick()  # as the first tick would, right away
+    ticker = slots._ticker
+    assert ticker is not None
+    assert ticker.when() - start <= 0.15 / 3.1 + 0.01  # at round 1's moment, not TICK_S (0.1 s) later
+    results = await asyncio.gather(*waiters, return_exceptions=True)
+    assert all(isinstance(r, Shed) for r in results)  # nobody answers: all four are shed before their deadline
+    assert loop.time() < deadline
+    hold.set()
+    await asyncio.gather(*holders)
+    assert slots.shed == 4

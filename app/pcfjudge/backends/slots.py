@@ -25,8 +25,9 @@ and only such a probe can tell that a provider learnt as slow or hung has recove
 
 **Shedding.** A call waiting for a slot that can no longer finish before its deadline (given the calls ahead of it
 and the estimate) is refused from the queue at once with ``Shed`` (503 ``overloaded``, Retry-After) instead of
-waiting for its 504: checked every ``TICK_S`` while calls wait, and again when a slot is about to be handed over.
-Waiting for a slot happens inside the request's deadline, and a call cancelled while it waits gives its place up.
+waiting for its 504: checked every ``TICK_S`` while calls wait (sooner when a waiter could become hopeless before
+then), and again when a slot is about to be handed over. Waiting for a slot happens inside the request's deadline,
+and a call cancelled while it waits gives its place up.
 """
 
 from __future__ import annotations
@@ -41,7 +42,8 @@ from pcfjudge.refusal import Refusal
 EWMA_WEIGHT = 0.2  # weight of the newest measured call in the latency mean
 CENSORED_WEIGHT = 0.5  # weight of a call that ended without an answer after longer than the mean
 SPARE = 0.1  # admission and shedding keep this share of a request's time left to spare
-TICK_S = 0.1  # how often waiting calls are checked against their deadlines
+TICK_S = 0.1  # how often waiting calls are checked against their deadlines (sooner when one is about to be hopeless)
+MIN_TICK_S = 0.005
 
 
 class Shed(BackendError):
@@ -175,15 +177,16 @@ class Slots:
             )
         )
 
-    def _arm(self) -> None:
+    def _arm(self, delay: float = TICK_S) -> None:
         if self._ticker is None and self._queue:
-            self._ticker = asyncio.get_running_loop().call_later(TICK_S, self._tick)
+            self._ticker = asyncio.get_running_loop().call_later(delay, self._tick)
 
     def _tick(self) -> None:
         """Shed every waiting call that could no longer finish by its deadline, given the calls ahead of it."""
         self._ticker = None
         now = asyncio.get_running_loop().time()
         estimate = self.estimate_s(now)
+        soonest = TICK_S
         if estimate is not None and estimate > 0:
             # When each slot frees up (running calls take ``estimate`` in all; free slots now), then every
             # waiter in line takes the next slot to free up, a round of ``estimate`` after the one before.
@@ -196,13 +199,18 @@ class Slots:
                     continue
                 rounds, slot = divmod(position, self.size)
                 finish = now + frees[slot] + rounds * estimate + estimate
-                if finish > waiter.deadline - SPARE * estimate:
+                slack = waiter.deadline - SPARE * estimate - finish
+                if slack < 0:
                     self._shed(waiter, now)
                     continue
+                # While no call answers, the estimate can grow as fast as the clock (the running calls' age), and
+                # this waiter's finish at most (rounds + 2 + SPARE) times as fast: look again no later than the
+                # moment it could become hopeless, so a refusal is not a tick late.
+                soonest = min(soonest, max(MIN_TICK_S, slack / (rounds + 2 + SPARE)))
                 kept.append(waiter)
                 position += 1
             self._queue = kept
-        self._arm()
+        self._arm(soonest)
 
     def _started(self, slot: _Slot, now: float) -> None:
         self._running[slot] = now
