@@ -10,9 +10,11 @@ Both reports carry this section: it is what a real judge shows that a simulated 
 * **Position bias, pairwise** (JudgeBench, the direct and swapped passes): how often the response shown first won,
   against 1/2 (exact two-sided sign test over the decisive passes), and order consistency: the pairs whose two
   passes gave the same verdict once mapped back, of the pairs with both passes judged.
-* **Cost**: input and output tokens and seconds per uncached call, and per judgment (an item's calls: on RewardBench 2
-  its K permutation runs, what one PCFJudge request costs; on JudgeBench every pass of its APOCJudge decision). A
-  judgment's calls run concurrently, so its wall time is shorter than its summed call-seconds.
+* **Cost**: input and output tokens and latency per uncached call (from its start: time spent waiting for a free
+  backend slot under ``PCFJ_BACKEND_CONCURRENCY`` counts, so it is what a caller waits, not engine time), and per
+  judgment (an item's calls: on RewardBench 2 its K permutation runs, what one PCFJudge request costs; on JudgeBench
+  every pass of its APOCJudge decision). A judgment's calls run concurrently, so its wall time is shorter than its
+  summed call-seconds.
 """
 
 from __future__ import annotations
@@ -180,7 +182,8 @@ def render(summary: Mapping[str, Any]) -> list[str]:
         )
     out.append(
         f"- Per uncached call: {_num(spend['input_tokens_per_call'])} input / {_num(spend['output_tokens_per_call'])} "
-        f"output tokens, {_num(spend['seconds_per_call'], 2)} s (p50 {_num(spend['seconds_per_call_p50'], 2)} s). "
+        f"output tokens, {_num(spend['seconds_per_call'], 2)} s latency (p50 {_num(spend['seconds_per_call_p50'], 2)} s; "
+        "from the call's start, so waiting for a free backend slot counts). "
         f"Per judgment ({_num(spend['calls_per_judgment'], 1)} calls): {_num(spend['input_tokens_per_judgment'])} "
         f"input / {_num(spend['output_tokens_per_judgment'])} output tokens, "
         f"{_num(spend['call_seconds_per_judgment'], 1)} call-seconds"
