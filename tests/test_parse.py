@@ -105,6 +105,17 @@ def test_real_engines_wrappings_around_the_json_are_read(text: str) -> None:
     assert load_json_object(text) == {"verdict": "A", "rationale": "ok"}
 
 
+def test_a_raw_newline_or_tab_inside_a_string_is_the_models_text() -> None:
+    """Seen through llama-cpp-python 0.3.36's grammar: SmolLM2 wrote a keyed pass's resolved_answer over two lines
+    ("invalid_json: ... Invalid control character at char 81"); strict JSON refuses a raw control character in a
+    string, but the answer is complete and means what it says."""
+    text = '{\n  "resolved_answer": "The answer is (C).\nIt follows from the second premise.\t",\n  "verdict": "B"\n}'
+    assert load_json_object(text) == {
+        "resolved_answer": "The answer is (C).\nIt follows from the second premise.\t",
+        "verdict": "B",
+    }
+
+
 def test_an_unfinished_think_block_is_invalid_json_saying_so() -> None:
     with pytest.raises(OutputError) as info:
         load_json_object("<think>\nStill thinking about whether A or B is")

@@ -54,7 +54,9 @@ def load_json_object(text: str) -> dict[str, Any]:
     except orjson.JSONDecodeError:
         data = None
     try:
-        data = json.loads(stripped) if data is None else data
+        # strict=False: a raw newline or tab inside a string (llama-cpp-python's grammar lets the model write one)
+        # is the model's text, not a broken answer.
+        data = json.loads(stripped, strict=False) if data is None else data
     except json.JSONDecodeError as exc:
         raise OutputError("invalid_json", f"answer is not valid JSON ({exc.msg} at char {exc.pos})") from None
     if not isinstance(data, dict):
