@@ -180,13 +180,19 @@ def render(summary: Mapping[str, Any]) -> list[str]:
             f"passes ({_pct(pw['first_win_pct'])}% against 50%; sign test p = {_p(pw['p'])}); order consistency "
             f"{pw['order_consistent']} of {pw['pairs_both_passes']} pairs ({_pct(pw['order_consistency_pct'])}%)"
         )
+    timing = not summary.get("simulation")  # a simulated judge's microseconds say nothing (and vary run to run)
+    latency = (
+        f", {_num(spend['seconds_per_call'], 2)} s latency (p50 {_num(spend['seconds_per_call_p50'], 2)} s; from "
+        "the call's start, so waiting for a free backend slot counts)"
+        if timing
+        else ""
+    )
+    seconds = f", {_num(spend['call_seconds_per_judgment'], 1)} call-seconds" if timing else ""
     out.append(
         f"- Per uncached call: {_num(spend['input_tokens_per_call'])} input / {_num(spend['output_tokens_per_call'])} "
-        f"output tokens, {_num(spend['seconds_per_call'], 2)} s latency (p50 {_num(spend['seconds_per_call_p50'], 2)} s; "
-        "from the call's start, so waiting for a free backend slot counts). "
-        f"Per judgment ({_num(spend['calls_per_judgment'], 1)} calls): {_num(spend['input_tokens_per_judgment'])} "
-        f"input / {_num(spend['output_tokens_per_judgment'])} output tokens, "
-        f"{_num(spend['call_seconds_per_judgment'], 1)} call-seconds"
+        f"output tokens{latency}. Per judgment ({_num(spend['calls_per_judgment'], 1)} calls): "
+        f"{_num(spend['input_tokens_per_judgment'])} input / {_num(spend['output_tokens_per_judgment'])} output "
+        f"tokens{seconds}"
     )
     return [*out, ""]
 
