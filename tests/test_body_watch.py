@@ -8,7 +8,7 @@ import asyncio
 from typing import Any
 
 import pytest
-from pcfjudge.api.body import WATCH_AFTER_S, BodyMiddleware
+from pcfjudge.api.middleware.body import WATCH_AFTER_S, BodyMiddleware
 from starlette.types import Message, Receive, Scope, Send
 
 SCOPE: Scope = {"type": "http", "method": "POST", "path": "/", "headers": [(b"content-length", b"2")], "state": {}}

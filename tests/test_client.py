@@ -10,10 +10,10 @@ import sys
 import pcfjudge
 import pydantic
 import pytest
-from pcfjudge.api.pairwise_schemas import PairwiseResponse
-from pcfjudge.api.rerank_schemas import RerankResponse
-from pcfjudge.api.reward_schemas import RewardResponse
-from pcfjudge.api.schemas import ListwiseResponse
+from pcfjudge.api.schemas.listwise import ListwiseResponse
+from pcfjudge.api.schemas.pairwise import PairwiseResponse
+from pcfjudge.api.schemas.rerank import RerankResponse
+from pcfjudge.api.schemas.reward import RewardResponse
 
 from tests.flaky_proxy import FlakyProxy
 from tests.helpers import CANDIDATES, QUESTION, serve_process

@@ -90,8 +90,8 @@ async def test_an_unusable_stored_answer_is_called_again() -> None:
 
 
 def _task(services: Any, k: int) -> listwise.ListwiseTask:
-    from pcfjudge.api.listwise import build_task
-    from pcfjudge.api.schemas import ListwiseRequest
+    from pcfjudge.api.schemas.listwise import ListwiseRequest
+    from pcfjudge.listwise.task import build_task
 
     task: listwise.ListwiseTask = build_task(ListwiseRequest.model_validate({**BODY, "k": k}), services)
     return task

@@ -9,7 +9,7 @@ import orjson
 import pytest
 from fastapi.encoders import jsonable_encoder
 from fastapi.responses import JSONResponse
-from pcfjudge.api.schemas import ListwiseResponse
+from pcfjudge.api.schemas.listwise import ListwiseResponse
 from pcfjudge.settings import Settings
 
 from tests.helpers import ClientFactory

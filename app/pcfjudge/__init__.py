@@ -10,19 +10,20 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from pcfjudge.api.pairwise_schemas import PairwiseRequest, PairwiseResponse
-    from pcfjudge.api.schemas import ErrorResponse, ListwiseRequest, ListwiseResponse
+    from pcfjudge.api.schemas.common import ErrorResponse
+    from pcfjudge.api.schemas.listwise import ListwiseRequest, ListwiseResponse
+    from pcfjudge.api.schemas.pairwise import PairwiseRequest, PairwiseResponse
     from pcfjudge.client import AsyncClient, Client, RetryPolicy, ServiceError
 
 __version__ = "0.1.0"
 # Where each public name lives, imported on first use: ``import pcfjudge.integrations.trl`` (httpx and the standard
 # library only, for a trainer process) must not load pydantic by way of this package's __init__.
 _LAZY = {
-    "PairwiseRequest": "pcfjudge.api.pairwise_schemas",
-    "PairwiseResponse": "pcfjudge.api.pairwise_schemas",
-    "ErrorResponse": "pcfjudge.api.schemas",
-    "ListwiseRequest": "pcfjudge.api.schemas",
-    "ListwiseResponse": "pcfjudge.api.schemas",
+    "PairwiseRequest": "pcfjudge.api.schemas.pairwise",
+    "PairwiseResponse": "pcfjudge.api.schemas.pairwise",
+    "ErrorResponse": "pcfjudge.api.schemas.common",
+    "ListwiseRequest": "pcfjudge.api.schemas.listwise",
+    "ListwiseResponse": "pcfjudge.api.schemas.listwise",
     "AsyncClient": "pcfjudge.client",
     "Client": "pcfjudge.client",
     "RetryPolicy": "pcfjudge.client",

@@ -26,7 +26,7 @@ from typing import Any, TextIO
 
 from pydantic import ValidationError
 
-from pcfjudge.api.schemas import ListwiseRequest, ListwiseResponse
+from pcfjudge.api.schemas.listwise import ListwiseRequest, ListwiseResponse
 from pcfjudge.judge_table import render
 from pcfjudge.types import MAX_K
 
@@ -114,9 +114,10 @@ def read_items(args: argparse.Namespace) -> list[Item]:
 @asynccontextmanager
 async def in_process() -> AsyncIterator[JudgeFn]:
     """Judge through ``services.judge`` on settings from the environment, as the service would."""
-    from pcfjudge.api.errors import ApiError
-    from pcfjudge.api.listwise import build_task, to_response
     from pcfjudge.judging.failures import JudgingFailed
+    from pcfjudge.listwise.response import to_response
+    from pcfjudge.listwise.task import build_task
+    from pcfjudge.refusal import ApiError
     from pcfjudge.services import Services
     from pcfjudge.settings import Settings
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pcfjudge.api.schemas import CandidateOut, ListwiseResponse
+from pcfjudge.api.schemas.listwise import CandidateOut, ListwiseResponse
 
 WINNER = "★"
 TEXT_WIDTH = 48

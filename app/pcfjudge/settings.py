@@ -229,7 +229,10 @@ class Settings(BaseSettings):
         "API and Anthropic's Message Batches charge half price.",
     )
     batch_poll_s: float = Field(
-        30.0, gt=0, le=3600, description="Seconds between status checks while `pcfjudge eval --batch` waits for batches."
+        30.0,
+        gt=0,
+        le=3600,
+        description="Seconds between status checks while `pcfjudge eval --batch` waits for batches.",
     )
 
     @model_validator(mode="after")

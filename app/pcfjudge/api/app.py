@@ -8,11 +8,13 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from pcfjudge import __version__, metrics
-from pcfjudge.api import errors, health, listwise, observability, pairwise, playground, rerank, reward, reward_adapters
-from pcfjudge.api.auth import AuthMiddleware
-from pcfjudge.api.body import BodyMiddleware
-from pcfjudge.api.middleware import RequestMiddleware
-from pcfjudge.api.shutdown import ShutdownMiddleware
+from pcfjudge.api import errors
+from pcfjudge.api.middleware.auth import AuthMiddleware
+from pcfjudge.api.middleware.body import BodyMiddleware
+from pcfjudge.api.middleware.request import RequestMiddleware
+from pcfjudge.api.middleware.shutdown import ShutdownMiddleware
+from pcfjudge.api.routes import health, listwise, pairwise, playground, rerank, reward, reward_adapters
+from pcfjudge.api.routes import metrics as metrics_route
 from pcfjudge.judging.pairwise_prompts import KEYED_VERSION, PAIRWISE_VERSION
 from pcfjudge.judging.prompts import LISTWISE_VERSION
 from pcfjudge.services import Services
@@ -45,7 +47,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(listwise.router)
     app.include_router(pairwise.router)
     app.include_router(health.router)
-    app.include_router(observability.router)
+    app.include_router(metrics_route.router)
     app.include_router(rerank.router)  # /rerank (TEI shape), /v1/rerank and /v2/rerank (Cohere shape)
     app.include_router(reward.router)  # /v1/reward: RL rewards, groups judged together
     app.include_router(reward_adapters.router)  # /get_reward (OpenRLHF), /v1/reward/one (slime)

@@ -1,13 +1,14 @@
 """One error shape for every failure: ``{"error": kind, "detail": what and how to fix}``.
 
-ApiError (status, kind)            raised by routes for client mistakes (4xx) and backend trouble (5xx)
+ApiError (status, kind)            raised by routes and front doors' domain code (pcfjudge.refusal) for client
+                                   mistakes (4xx) and backend trouble (5xx)
 Refusal (status, kind)             a guard declined: caps and allowlist (422), quota (429), overload (503)
 JudgingFailed                      too few runs succeeded: 502/503/504 (routes count it through ``judged``)
 RequestValidationError             → 422 validation_error, or 400 invalid_json for a body that is not JSON
 StarletteHTTPException             → its status (404 not_found, 405 method_not_allowed, …)
-api.body.BodyMiddleware            → 413 body_too_large, 408 body_timeout
-api.auth.AuthMiddleware            → 401 unauthorized, 429 quota_exceeded
-anything else                      → 500 internal_error, as JSON, by api.middleware.RequestMiddleware
+api.middleware.body.BodyMiddleware            → 413 body_too_large, 408 body_timeout
+api.middleware.auth.AuthMiddleware            → 401 unauthorized, 429 quota_exceeded
+anything else                      → 500 internal_error, as JSON, by api.middleware.request.RequestMiddleware
 """
 
 from __future__ import annotations
@@ -19,36 +20,9 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from pcfjudge.api.schemas.common import ErrorResponse
 from pcfjudge.judging.failures import JudgingFailed
-from pcfjudge.refusal import Refusal
-
-
-class ApiError(Exception):
-    def __init__(
-        self,
-        status: int,
-        kind: str,
-        detail: str,
-        *,
-        headers: dict[str, str] | None = None,
-        field: str | None = None,
-    ) -> None:
-        super().__init__(detail)
-        self.status, self.kind, self.detail, self.headers, self.field = status, kind, detail, headers, field
-
-
-def client_error(field: str, detail: str) -> ApiError:
-    """A 422 naming the field and the fix."""
-    return ApiError(422, "validation_error", f"{field}: {detail}", field=field)
-
-
-def backend_failure(exc: JudgingFailed) -> ApiError:
-    """Too few judge runs succeeded: 502/503/504 JSON; a 503 always says when to retry."""
-    if exc.retry_after is not None:
-        headers: dict[str, str] | None = {"Retry-After": str(max(1, round(exc.retry_after)))}
-    else:
-        headers = {"Retry-After": "5"} if exc.status == 503 else None
-    return ApiError(exc.status, exc.kind, exc.detail, headers=headers)
+from pcfjudge.refusal import ApiError, Refusal, backend_failure
 
 
 def error_body(kind: str, detail: str, request: Request | None = None, **extra: Any) -> dict[str, Any]:
@@ -130,3 +104,17 @@ def install(app: FastAPI) -> None:
     app.add_exception_handler(JudgingFailed, _judging_failed)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)
+
+
+ERROR_RESPONSES: dict[int | str, dict[str, object]] = {
+    code: {"model": ErrorResponse, "description": text}
+    for code, text in {
+        400: "Body is not valid JSON",
+        413: "Body too large",
+        422: "Invalid request (the detail names the field and the fix)",
+        502: "Judge backend failed for too many runs",
+        503: "Judge backend overloaded or rate limited (see Retry-After)",
+        504: "Judge backend did not answer before the deadline",
+    }.items()
+}
+"""The error responses every judging route documents in OpenAPI."""

@@ -13,8 +13,9 @@ import time
 import uuid
 from dataclasses import dataclass, field
 
-from pcfjudge.api.listwise import build_task, to_response
-from pcfjudge.api.schemas import ListwiseRequest
+from pcfjudge.api.schemas.listwise import ListwiseRequest
+from pcfjudge.listwise.response import to_response
+from pcfjudge.listwise.task import build_task
 from pcfjudge.services import Services
 from pcfjudge.settings import Settings
 

@@ -19,10 +19,10 @@ from typing import Any, TypeVar
 import httpx
 from pydantic import BaseModel
 
-from pcfjudge.api.pairwise_schemas import PairwiseRequest, PairwiseResponse
-from pcfjudge.api.rerank_schemas import CohereRerankRequest, RerankResponse
-from pcfjudge.api.reward_schemas import RewardRequest, RewardResponse, RewardSample
-from pcfjudge.api.schemas import CandidateIn, ListwiseRequest, ListwiseResponse
+from pcfjudge.api.schemas.listwise import CandidateIn, ListwiseRequest, ListwiseResponse
+from pcfjudge.api.schemas.pairwise import PairwiseRequest, PairwiseResponse
+from pcfjudge.api.schemas.rerank import CohereRerankRequest, RerankResponse
+from pcfjudge.api.schemas.reward import RewardRequest, RewardResponse, RewardSample
 from pcfjudge.client.http import (
     DEFAULT_RETRY,
     RetryPolicy,

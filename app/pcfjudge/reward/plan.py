@@ -1,9 +1,6 @@
-"""POST /v1/reward: rewards for RL, each group of completions judged together as one PCFJudge task.
-
-``plan`` validates samples (from this route or an adapter) into groups; ``judge_plan`` judges them through
-``services.rewards`` (which collects incomplete groups across requests) and shapes one result per sample. A failed
-group gives its samples ``reward: null`` and an ``error``; when every sample failed the request answers with the
-failure's status (503 with Retry-After when overloaded) so clients' retry loops retry.
+"""Reward requests below their routes: samples (from /v1/reward or a framework adapter) grouped and checked into a
+``Plan``, then judged through ``services.rewards`` (which collects incomplete groups across requests) into one result
+per sample. A failed group gives its samples ``reward: null`` and an ``error``.
 
 Limits, checked before any work (every reward front door goes through ``check_samples`` and ``plan``):
 ``PCFJ_MAX_SAMPLES_PER_REQUEST`` samples (413), ``PCFJ_MAX_REWARD_CALLS_PER_REQUEST`` backend calls for all the
@@ -20,31 +17,17 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from fastapi import APIRouter, Request
-
 from pcfjudge import context
-from pcfjudge.api.deps import ServicesDep
-from pcfjudge.api.errors import ApiError, client_error
-from pcfjudge.api.listwise import ERROR_RESPONSES
-from pcfjudge.api.reward_schemas import (
-    RewardMode,
-    RewardOptions,
-    RewardRequest,
-    RewardResponse,
-    RewardSampleResult,
-    RewardUsage,
-    SampleError,
-)
-from pcfjudge.api.validate import resolve_model
+from pcfjudge.api.schemas.reward import RewardMode, RewardOptions, RewardSampleResult, RewardUsage, SampleError
+from pcfjudge.checks import resolve_model
 from pcfjudge.judging import permutations as perms
-from pcfjudge.refusal import Refusal
+from pcfjudge.refusal import ApiError, Refusal, client_error
 from pcfjudge.reward.collector import note_of
 from pcfjudge.reward.scoring import Failure, GroupSpec, GroupUsage, GroupVerdict, MemberOutcome
 from pcfjudge.reward.service import GroupRequest, Rewards
 from pcfjudge.security import spend
 from pcfjudge.services import Services
 
-router = APIRouter()
 RETRY_AFTER_S = 5  # a failed judgment's Retry-After when no backend named one
 
 
@@ -77,24 +60,6 @@ class Judged:
     samples: list[RewardSampleResult]
     usage: RewardUsage
     failures: list[Failure]  # one per sample without a reward
-
-
-@router.post("/v1/reward", response_model=RewardResponse, responses=ERROR_RESPONSES)
-async def reward_route(body: RewardRequest, request: Request, services: ServicesDep) -> RewardResponse:
-    """Rewards (0-1) for completions; samples of a group (default: same prompt) are judged together, K calls a group."""
-    check_samples(services, len(body.samples), "samples")
-    items = [Item(s.prompt, s.response, s.reference, s.group) for s in body.samples]
-    judged = await judge_plan(services, plan(services, body, items, "samples"))
-    if len(judged.failures) == len(judged.samples):
-        raise failure_error(judged.failures)
-    return RewardResponse(
-        request_id=request.state.request_id,
-        model=judged.model,
-        reward=body.reward,
-        rewards=[s.reward for s in judged.samples],
-        samples=judged.samples,
-        usage=judged.usage,
-    )
 
 
 def check_samples(services: Services, n: int, field: str) -> None:

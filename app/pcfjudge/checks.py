@@ -1,9 +1,10 @@
-"""Checks both judging routes make before any backend call; each failure is a 422 naming the field."""
+"""Checks every front door makes before any backend call (text limits, the model); each failure is a 422 naming
+the field."""
 
 from __future__ import annotations
 
-from pcfjudge.api.errors import client_error
 from pcfjudge.backends.registry import ModelError, ResolvedModel
+from pcfjudge.refusal import client_error
 from pcfjudge.services import Services
 
 

@@ -1,7 +1,7 @@
 """The ``/judge/listwise`` response: built once as plain JSON data, serialised once (orjson).
 
 ``response_data`` is the one shaper: ``to_response`` validates it into ``ListwiseResponse`` for Python callers
-(rerank, the CLI, benches); the route sends its bytes (``json_response``) as they are, so FastAPI neither validates the model a second
+(rerank, the CLI, benches); the route sends its bytes (serialised once with orjson) as they are, so FastAPI neither validates the model a second
 time nor encodes it twice (the route still declares ``response_model=ListwiseResponse``, so the OpenAPI document is
 unchanged). Every number the model types as ``float`` is made a float here, so the bytes are exactly what the model
 would serialise (``tests/test_listwise_response.py`` checks that).
@@ -11,10 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
-from starlette.responses import Response
-
-from pcfjudge.api.schemas import ListwiseResponse
+from pcfjudge.api.schemas.listwise import ListwiseResponse
 from pcfjudge.judging import consensus as cons
 from pcfjudge.judging.listwise import ListwiseResult
 from pcfjudge.judging.types import RunRecord
@@ -98,8 +95,3 @@ def _run(run: RunRecord) -> dict[str, Any]:
 def to_response(result: ListwiseResult, request_id: str, include_runs: bool, services: Services) -> ListwiseResponse:
     """The response as the pydantic model (for Python callers; the route sends ``json_response``)."""
     return ListwiseResponse.model_validate(response_data(result, request_id, include_runs, services))
-
-
-def json_response(data: dict[str, Any]) -> Response:
-    """``data`` serialised once, as the route's answer."""
-    return Response(orjson.dumps(data), media_type="application/json")

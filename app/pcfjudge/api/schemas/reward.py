@@ -8,7 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 from pydantic.config import JsonDict
 
-from pcfjudge.api.schemas import MAX_TEXT_CHARS, Strict, Text
+from pcfjudge.api.schemas.common import MAX_TEXT_CHARS, Strict, Text
 from pcfjudge.types import MAX_K
 
 RewardMode = Literal["consensus", "borda", "win"]

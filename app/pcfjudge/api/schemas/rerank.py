@@ -15,10 +15,11 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, Field
 
-from pcfjudge.api.schemas import CandidateOut, ListwiseResponse, Strict, Text, _non_blank
+from pcfjudge.api.schemas.common import Strict, Text, non_blank
+from pcfjudge.api.schemas.listwise import CandidateOut, ListwiseResponse
 from pcfjudge.types import MAX_K
 
-CutText = Annotated[str, AfterValidator(_non_blank), Field(min_length=1, json_schema_extra={"pattern": r"\S"})]
+CutText = Annotated[str, AfterValidator(non_blank), Field(min_length=1, json_schema_extra={"pattern": r"\S"})]
 """Text the request may ask to cut (TEI's truncate, Cohere's max_tokens_per_doc): non-blank, and no maxLength in the
 schema, since a longer one is cut rather than refused when asked; otherwise PCFJ_MAX_*_CHARS apply (422)."""
 

@@ -16,15 +16,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pcfjudge.api.errors import ApiError, client_error
-from pcfjudge.api.listwise import to_response
-from pcfjudge.api.observability import judged, record_listwise
-from pcfjudge.api.rerank_schemas import RerankOptions
-from pcfjudge.api.schemas import ListwiseResponse
-from pcfjudge.api.validate import check_texts, resolve_model
+from pcfjudge.api.schemas.listwise import ListwiseResponse
+from pcfjudge.api.schemas.rerank import RerankOptions
 from pcfjudge.backends.registry import KNOWN_PROVIDERS
+from pcfjudge.checks import check_texts, resolve_model
+from pcfjudge.decisions import judged, record_listwise
 from pcfjudge.judging import consensus as cons
 from pcfjudge.judging.listwise import ListwiseTask
+from pcfjudge.listwise.response import to_response
+from pcfjudge.refusal import ApiError, client_error
 from pcfjudge.services import Services
 
 CHARS_PER_TOKEN = 4  # max_tokens_per_doc without a tokenizer for every judge model: a documented approximation
@@ -70,6 +70,21 @@ def judge_model(services: Services, named: str | None, options: RerankOptions | 
     if explicit is None and named is not None and named.partition(":")[0] in KNOWN_PROVIDERS and ":" in named:
         explicit = named
     return resolve_model(services, explicit, None).string
+
+
+def document_text(document: str | dict[str, str], rank_fields: list[str] | None, index: int) -> str:
+    """A string as is; an object's rank_fields (default ``text``): the text, or ``field: value`` lines."""
+    if isinstance(document, str):
+        return document
+    fields = rank_fields or ["text"]
+    missing = [f for f in fields if f not in document]
+    if missing:
+        detail = f"has no field {missing[0]!r}; send it, or name the fields to judge in rank_fields"
+        raise client_error(f"documents.{index}", detail)
+    text = document["text"] if fields == ["text"] else "\n".join(f"{f}: {document[f]}" for f in fields)
+    if not text.strip():
+        raise client_error(f"documents.{index}", "must not be empty or only whitespace")
+    return text
 
 
 def cut(text: str, limit: int, keep_end: bool = False) -> str:

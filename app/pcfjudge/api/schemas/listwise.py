@@ -1,76 +1,21 @@
-"""HTTP request and response models (contract v1: field names are fixed, fields may be added)."""
+"""/judge/listwise's request and response (contract v1: field names are fixed, fields may be added)."""
 
 from __future__ import annotations
 
-import re
 from typing import Annotated, Any, Literal
 
 from pydantic import (
-    AfterValidator,
     BaseModel,
     ConfigDict,
     Discriminator,
     Field,
     StrictInt,
     Tag,
-    ValidationInfo,
     field_validator,
 )
 
+from pcfjudge.api.schemas.common import MAX_CANDIDATES, RunTokens, Strict, Text, UsageOut
 from pcfjudge.types import MAX_K
-
-# Limits the service enforces at their default settings (PCFJ_MAX_*), stated in the schema for clients and fuzzers;
-# the service checks the configured values (a 422 naming the limit) so an operator may raise or lower them.
-MAX_CANDIDATES = 16
-MAX_TEXT_CHARS = 32_000
-_VISIBLE = re.compile(r"\S")  # the same rule as the schema's "pattern" (a text must contain a non-space)
-
-
-class Strict(BaseModel):
-    """Base of every request model: unknown fields are refused, nothing is coerced (``"7"``, ``7.0`` and ``true``
-    are not integers; ``0`` and ``"no"`` are not booleans), and every string must be valid Unicode."""
-
-    model_config = ConfigDict(extra="forbid", strict=True)
-
-    @field_validator("*", mode="before")
-    @classmethod
-    def _valid_unicode(cls, value: Any, info: ValidationInfo) -> Any:
-        problem = lone_surrogate(value, info.field_name or "value")
-        if problem:
-            raise ValueError(f"{problem}; send valid Unicode text (UTF-8 without lone surrogate escapes)")
-        return value
-
-
-def lone_surrogate(value: Any, path: str) -> str | None:
-    """Where ``value`` (a JSON value) holds a string that is not valid Unicode (a lone ``\\udXXX`` escape), or None."""
-    if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError as exc:
-            return f"{path} has a lone surrogate at character {exc.start}"
-    elif isinstance(value, list):
-        for i, item in enumerate(value):
-            if problem := lone_surrogate(item, f"{path}[{i}]"):
-                return problem
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            if problem := lone_surrogate(key, path) or lone_surrogate(item, f"{path}.{key}"):
-                return problem
-    return None
-
-
-def _non_blank(text: str) -> str:
-    if _VISIBLE.search(text) is None:
-        raise ValueError("must not be empty or only whitespace")
-    return text
-
-
-Text = Annotated[
-    str,
-    AfterValidator(_non_blank),
-    Field(min_length=1, json_schema_extra={"maxLength": MAX_TEXT_CHARS, "pattern": r"\S"}),
-]
-"""Question or answer text: non-blank; at most PCFJ_MAX_QUESTION_CHARS / PCFJ_MAX_CANDIDATE_CHARS (default 32,000)."""
 
 
 class CandidateIn(Strict):
@@ -180,14 +125,6 @@ class JudgmentOut(BaseModel):
     rationale: str
 
 
-class RunTokens(BaseModel):
-    """Tokens one backend call used (zero when it was served from the cache)."""
-
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cached_tokens: int = 0
-
-
 class RunOut(RunTokens):
     execution: int
     index: int
@@ -218,15 +155,6 @@ class Diagnostics(BaseModel):
     )
 
 
-class UsageOut(BaseModel):
-    backend_calls: int
-    cache_hits: int
-    input_tokens: int
-    output_tokens: int
-    cached_tokens: int
-    cost_usd: float | None = None
-
-
 class ListwiseResponse(BaseModel):
     request_id: str
     model: str
@@ -242,10 +170,3 @@ class ListwiseResponse(BaseModel):
     diagnostics: Diagnostics
     usage: UsageOut
     degraded: bool
-
-
-class ErrorResponse(BaseModel):
-    error: str = Field(description="Machine-readable kind, e.g. validation_error, backend_timeout.")
-    detail: str = Field(description="What went wrong and how to fix it.")
-    errors: list[dict[str, str]] | None = None
-    request_id: str | None = None

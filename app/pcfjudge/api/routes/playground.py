@@ -15,10 +15,10 @@ from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html, get_swagge
 from fastapi.responses import FileResponse, HTMLResponse
 from fastapi.staticfiles import StaticFiles
 
-from pcfjudge.api.errors import ApiError
 from pcfjudge.api.examples import add_examples
+from pcfjudge.refusal import ApiError
 
-PAGE_DIR = Path(__file__).resolve().parents[1] / "static"  # package data: pcfjudge/static/
+PAGE_DIR = Path(__file__).resolve().parents[2] / "static"  # package data: pcfjudge/static/
 STATIC = "/static"
 VENDOR = f"{STATIC}/vendor"  # mounted before STATIC, so it wins for its prefix
 OAUTH2_REDIRECT = "/docs/oauth2-redirect"

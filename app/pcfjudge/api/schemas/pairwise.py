@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from pcfjudge.api.schemas import RunTokens, Strict, Text, UsageOut
+from pcfjudge.api.schemas.common import RunTokens, Strict, Text, UsageOut
 
 Verdict = Literal["A", "B", "tie"]
 

@@ -19,10 +19,8 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Query
 
 from pcfjudge.api.deps import ServicesDep
-from pcfjudge.api.errors import client_error
-from pcfjudge.api.listwise import ERROR_RESPONSES
-from pcfjudge.api.reward import Item, check_samples, failure_error, judge_plan, plan
-from pcfjudge.api.reward_schemas import (
+from pcfjudge.api.errors import ERROR_RESPONSES
+from pcfjudge.api.schemas.reward import (
     OpenRLHFRequest,
     OpenRLHFResponse,
     RewardMode,
@@ -30,6 +28,8 @@ from pcfjudge.api.reward_schemas import (
     SlimeRequest,
     SlimeResponse,
 )
+from pcfjudge.refusal import client_error
+from pcfjudge.reward.plan import Item, check_samples, failure_error, judge_plan, plan
 from pcfjudge.reward.text import chat_text, strip_end_tokens
 from pcfjudge.types import MAX_K
 

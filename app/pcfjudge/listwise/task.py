@@ -1,51 +1,19 @@
-"""POST /judge/listwise: validate, judge through ``services.judge``, shape the response."""
+"""/judge/listwise's request as a judging task: every check the core cannot make (limits, ids, weights, explicit
+permutations, adaptive K, budgets), each refused with a 422 naming the field. The CLI and ``pcfjudge batch`` take the
+same request, so they build their tasks here too."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Request
-from starlette.responses import Response
-
-from pcfjudge.api.deps import ServicesDep
-from pcfjudge.api.errors import client_error
-from pcfjudge.api.listwise_out import json_response, response_data
-from pcfjudge.api.listwise_out import to_response as to_response  # re-exported: rerank, the CLI and benches use it
-from pcfjudge.api.observability import judged, record_listwise
-from pcfjudge.api.schemas import ErrorResponse, ListwiseRequest, ListwiseResponse
-from pcfjudge.api.validate import check_texts, resolve_model
+from pcfjudge.api.schemas.listwise import ListwiseRequest
+from pcfjudge.checks import check_texts, resolve_model
 from pcfjudge.judging import consensus as cons
 from pcfjudge.judging import permutations as perms
 from pcfjudge.judging.listwise import ListwiseTask
-from pcfjudge.judging.waves import Adaptive, Budget, BudgetError
+from pcfjudge.judging.waves import Adaptive, Budget
+from pcfjudge.refusal import client_error
 from pcfjudge.services import Services
 from pcfjudge.settings import Settings
 from pcfjudge.types import MAX_K
-
-router = APIRouter()
-
-ERROR_RESPONSES: dict[int | str, dict[str, object]] = {
-    code: {"model": ErrorResponse, "description": text}
-    for code, text in {
-        400: "Body is not valid JSON",
-        413: "Body too large",
-        422: "Invalid request (the detail names the field and the fix)",
-        502: "Judge backend failed for too many runs",
-        503: "Judge backend overloaded or rate limited (see Retry-After)",
-        504: "Judge backend did not answer before the deadline",
-    }.items()
-}
-
-
-@router.post("/judge/listwise", response_model=ListwiseResponse, responses=ERROR_RESPONSES)
-async def judge_listwise_route(body: ListwiseRequest, request: Request, services: ServicesDep) -> Response:
-    """PCFJudge: judge the candidates over K permutations and return the permutation consensus (paper Eq. 1–5)."""
-    try:
-        result = await judged("/judge/listwise", services.judge.listwise(build_task(body, services)))
-    except BudgetError as exc:
-        raise client_error(exc.field, exc.detail) from None
-    record_listwise(result)
-    data = response_data(result, request.state.request_id, body.include_runs, services)
-    services.metrics.cost(result.model, data["usage"]["cost_usd"])
-    return json_response(data)  # a ListwiseResponse, serialised once (see api.listwise_out)
 
 
 def build_task(body: ListwiseRequest, services: Services) -> ListwiseTask:

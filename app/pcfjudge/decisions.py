@@ -1,27 +1,19 @@
-"""HTTP side of the metrics: ``GET /metrics`` and what each judging decision tells us (requests: api.middleware)."""
+"""What each judging decision tells the metrics (position bias, overturns, agreement, keyed passes), and ``judged``:
+the one place a front door awaits a judgment, so a failure is counted and becomes its 502/503/504 error."""
 
 from __future__ import annotations
 
 from collections.abc import Awaitable
 from typing import TypeVar
 
-from fastapi import APIRouter, Response
-
 from pcfjudge import metrics as m
-from pcfjudge.api.errors import backend_failure
 from pcfjudge.judging.consensus import top_set
 from pcfjudge.judging.failures import JudgingFailed
 from pcfjudge.judging.listwise import ListwiseResult
 from pcfjudge.judging.pairwise import PairwiseResult
+from pcfjudge.refusal import backend_failure
 
-router = APIRouter()
 R = TypeVar("R")
-
-
-@router.get("/metrics", include_in_schema=False)
-async def metrics_endpoint() -> Response:
-    """Prometheus text exposition (all workers' series under ``--workers N``)."""
-    return Response(m.render(), media_type=m.CONTENT_TYPE)
 
 
 def record_listwise(result: ListwiseResult) -> None:

@@ -1,6 +1,6 @@
 """``POST /rerank`` + ``GET /info`` (text-embeddings-inference shape) and ``POST /v1/rerank`` + ``POST /v2/rerank``
-(Cohere/Jina shape): PCFJudge underneath (see ``rerank_core``; one document is judged pointwise). Field by field in
-``rerank_schemas``.
+(Cohere/Jina shape): PCFJudge underneath (``pcfjudge.rerank.core``; one document is judged pointwise). Field by
+field in ``api.schemas.rerank``.
 
 TEI's errors are ``{"error": message, "error_type": kind}`` with TEI's statuses: 400 Empty (no texts), 413
 Validation (more texts than the limit), 422 Validation (bad field), 424 Backend (the judge failed: our 502/504), 429
@@ -21,10 +21,9 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from pcfjudge import __version__
 from pcfjudge.api.deps import ServicesDep
-from pcfjudge.api.errors import ApiError, client_error
-from pcfjudge.api.listwise import ERROR_RESPONSES
-from pcfjudge.api.rerank_core import CHARS_PER_TOKEN, build_task, cut, judge_model, rerank
-from pcfjudge.api.rerank_schemas import (
+from pcfjudge.api.errors import ERROR_RESPONSES
+from pcfjudge.api.schemas.common import ErrorResponse
+from pcfjudge.api.schemas.rerank import (
     CohereRerankRequest,
     RerankResponse,
     TeiErrorResponse,
@@ -32,8 +31,8 @@ from pcfjudge.api.rerank_schemas import (
     TeiRank,
     TeiRerankRequest,
 )
-from pcfjudge.api.schemas import ErrorResponse
-from pcfjudge.refusal import Refusal
+from pcfjudge.refusal import ApiError, Refusal, client_error
+from pcfjudge.rerank.core import CHARS_PER_TOKEN, build_task, cut, document_text, judge_model, rerank
 
 TEI_STATUS: dict[int, tuple[int, str]] = {
     400: (400, "Empty"),
@@ -155,21 +154,6 @@ async def tei_rerank(body: TeiRerankRequest, request: Request, services: Service
         for i in ranked.order
     ]
     return JSONResponse(ranks)
-
-
-def document_text(document: str | dict[str, str], rank_fields: list[str] | None, index: int) -> str:
-    """A string as is; an object's rank_fields (default ``text``): the text, or ``field: value`` lines."""
-    if isinstance(document, str):
-        return document
-    fields = rank_fields or ["text"]
-    missing = [f for f in fields if f not in document]
-    if missing:
-        detail = f"has no field {missing[0]!r}; send it, or name the fields to judge in rank_fields"
-        raise client_error(f"documents.{index}", detail)
-    text = document["text"] if fields == ["text"] else "\n".join(f"{f}: {document[f]}" for f in fields)
-    if not text.strip():
-        raise client_error(f"documents.{index}", "must not be empty or only whitespace")
-    return text
 
 
 @router.post("/v1/rerank", response_model=RerankResponse, responses=COHERE_RESPONSES, tags=["rerank"])
