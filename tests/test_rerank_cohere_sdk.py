@@ -94,7 +94,10 @@ def test_cohere_7_sdk_with_one_two_and_many_documents(serve_url: str) -> None:
     """cohere 7.3.1 (the version users hit the one-document 422 with; langchain-cohere pins this venv's cohere below 6,
     so scripts/test.sh installs 7.3.1 beside it, without its dependencies, which this venv already has)."""
     if not (COHERE_7 / "cohere").is_dir():
-        pytest.fail("cohere 7.3.1 is not installed in .venv/cohere7: run `bash scripts/test.sh`, which installs it")
+        message = "cohere 7.3.1 is not installed in .venv/cohere7: run `bash scripts/test.sh`, which installs it"
+        if os.environ.get("CI"):
+            pytest.fail(message)  # CI installs it: a missing one is a broken set-up, not a skip
+        pytest.skip(message)
     docs = COHERE_DOCS[:5]
     env = {**os.environ, "PYTHONPATH": str(COHERE_7)}
     done = subprocess.run(
