@@ -1,14 +1,14 @@
 """One error shape for every failure: ``{"error": kind, "detail": what and how to fix}``.
 
-ApiError (status, kind)            raised by routes and front doors' domain code (pcfjudge.refusal) for client
-                                   mistakes (4xx) and backend trouble (5xx)
-Refusal (status, kind)             a guard declined: caps and allowlist (422), quota (429), overload (503)
-JudgingFailed                      too few runs succeeded: 502/503/504 (routes count it through ``judged``)
-RequestValidationError             → 422 validation_error, or 400 invalid_json for a body that is not JSON
-StarletteHTTPException             → its status (404 not_found, 405 method_not_allowed, …)
-api.middleware.body.BodyMiddleware            → 413 body_too_large, 408 body_timeout
-api.middleware.auth.AuthMiddleware            → 401 unauthorized, 429 quota_exceeded
-anything else                      → 500 internal_error, as JSON, by api.middleware.request.RequestMiddleware
+ApiError (status, kind)                 raised by routes and the front doors' domain code (pcfjudge.refusal) for
+                                        client mistakes (4xx) and backend trouble (5xx)
+Refusal (status, kind)                  a guard declined: caps and allowlist (422), quota (429), overload (503)
+JudgingFailed                           too few runs succeeded: 502/503/504 (counted through decisions.judged)
+RequestValidationError                  → 422 validation_error, or 400 invalid_json for a body that is not JSON
+StarletteHTTPException                  → its status (404 not_found, 405 method_not_allowed, …)
+api.middleware.body.BodyMiddleware      → 413 body_too_large, 408 body_timeout
+api.middleware.auth.AuthMiddleware      → 401 unauthorized, 429 quota_exceeded
+anything else                           → 500 internal_error, as JSON, by api.middleware.request.RequestMiddleware
 """
 
 from __future__ import annotations

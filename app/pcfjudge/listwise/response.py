@@ -1,8 +1,8 @@
 """The ``/judge/listwise`` response: built once as plain JSON data, serialised once (orjson).
 
 ``response_data`` is the one shaper: ``to_response`` validates it into ``ListwiseResponse`` for Python callers
-(rerank, the CLI, benches); the route sends its bytes (serialised once with orjson) as they are, so FastAPI neither validates the model a second
-time nor encodes it twice (the route still declares ``response_model=ListwiseResponse``, so the OpenAPI document is
+(rerank, the CLI, benches); the route serialises it once with orjson and sends the bytes as they are, so FastAPI
+neither validates the model a second time nor encodes it twice (the route still declares ``response_model=ListwiseResponse``, so the OpenAPI document is
 unchanged). Every number the model types as ``float`` is made a float here, so the bytes are exactly what the model
 would serialise (``tests/test_listwise_response.py`` checks that).
 """
@@ -93,5 +93,5 @@ def _run(run: RunRecord) -> dict[str, Any]:
 
 
 def to_response(result: ListwiseResult, request_id: str, include_runs: bool, services: Services) -> ListwiseResponse:
-    """The response as the pydantic model (for Python callers; the route sends ``json_response``)."""
+    """The response as the pydantic model (for Python callers; the route sends ``response_data``'s bytes)."""
     return ListwiseResponse.model_validate(response_data(result, request_id, include_runs, services))
