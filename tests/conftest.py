@@ -16,7 +16,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from pcfjudge.fakeprovider.state import FakeConfig
+from pcfjudge.tooling.fakeprovider.state import FakeConfig
 
 from tests.helpers import (
     SCRUBBED_ENV_PREFIXES,

@@ -39,11 +39,11 @@ import uvicorn
 from asgi_lifespan import LifespanManager
 from pcfjudge.api.app import create_app
 from pcfjudge.backends.base import JudgeCall
-from pcfjudge.fakeprovider.server import create_fake_app
-from pcfjudge.fakeprovider.state import FakeConfig
 from pcfjudge.judging.prompts import new_nonce, render_listwise
 from pcfjudge.services import Services
 from pcfjudge.settings import Settings
+from pcfjudge.tooling.fakeprovider.fake_server import create_fake_app
+from pcfjudge.tooling.fakeprovider.state import FakeConfig
 from pcfjudge.types import DecodingParams
 
 T = TypeVar("T")
@@ -222,7 +222,7 @@ class FakeProvider:
         self._sock.close()
 
     def faults(self, faults: Sequence[str | dict[str, Any]] | None = None, **knobs: Any) -> dict[str, Any]:
-        """Plan faults (see ``pcfjudge.fakeprovider.server``); returns the fake's summary."""
+        """Plan faults (see ``pcfjudge.tooling.fakeprovider.fake_server``); returns the fake's summary."""
         body = dict(knobs) if faults is None else {"faults": list(faults), **knobs}
         response = self.control.post("/_control/faults", json=body)
         response.raise_for_status()
@@ -309,7 +309,7 @@ def pcfjudge_process(command: str, *args: str, env: Mapping[str, str] | None = N
     """``pcfjudge <command> --port <free port> <args>`` as a subprocess; yields its base URL once /healthz answers."""
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    argv = [sys.executable, "-m", "pcfjudge.cli", command, "--port", str(port), *args]
+    argv = [sys.executable, "-m", "pcfjudge.cli.main", command, "--port", str(port), *args]
     with background_process(argv, ready_url=f"{url}/healthz", env=env, name=f"pcfjudge {command}"):
         yield url
 

@@ -15,7 +15,7 @@ import jsonschema
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from pcfjudge.judging.pairwise import validate_answer
+from pcfjudge.engine.pairwise_passes import validate_answer
 from pcfjudge.judging.pairwise_prompts import pairwise_schema_v2, render_keyed, render_pairwise
 from pcfjudge.judging.parse import OutputError, validate_listwise
 from pcfjudge.judging.prompts import RATIONALE_CHARS, PromptStyle, listwise_schema, listwise_schema_v2, render_listwise

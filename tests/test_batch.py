@@ -16,10 +16,10 @@ from pcfjudge.batch.job import BatchError, BatchJob
 from pcfjudge.batch.probe import Probe
 from pcfjudge.batch.store import STATE, BatchState
 from pcfjudge.cache.base import PARSED
-from pcfjudge.judge import Judge
-from pcfjudge.judging.failures import JudgingFailed
-from pcfjudge.judging.listwise import ListwiseResult, ListwiseTask
-from pcfjudge.judging.pairwise import PairwiseResult, PairwiseTask
+from pcfjudge.engine.failures import JudgingFailed
+from pcfjudge.engine.judge import Judge
+from pcfjudge.engine.listwise_runs import ListwiseResult, ListwiseTask
+from pcfjudge.engine.pairwise_passes import PairwiseResult, PairwiseTask
 from pcfjudge.services import Services
 
 from tests.helpers import FakeProvider, provider_settings

@@ -16,7 +16,7 @@ import pytest
 from pcfjudge.batch.inputs import judge_items, read_requests
 from pcfjudge.batch.job import BatchJob
 from pcfjudge.batch.store import RESULTS
-from pcfjudge.cli import main
+from pcfjudge.cli.main import main
 from pcfjudge.services import Services
 
 from tests.helpers import (
@@ -123,7 +123,7 @@ def requests_file(path: Path, n: int, k: int = 5) -> Path:
 
 def pcfjudge(*args: str, env: dict[str, str]) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
-        [sys.executable, "-m", "pcfjudge.cli", *args],
+        [sys.executable, "-m", "pcfjudge.cli.main", *args],
         cwd=ROOT,
         env=clean_env(env),
         stdout=subprocess.PIPE,

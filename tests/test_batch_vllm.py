@@ -14,9 +14,9 @@ from typing import Any, Literal
 import httpx
 import pytest
 from pcfjudge.batch.job import BatchError, BatchJob
-from pcfjudge.judge import Judge
-from pcfjudge.judging.failures import JudgingFailed
-from pcfjudge.judging.listwise import ListwiseTask
+from pcfjudge.engine.failures import JudgingFailed
+from pcfjudge.engine.judge import Judge
+from pcfjudge.engine.listwise_runs import ListwiseTask
 from pcfjudge.services import Services
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from pcfjudge.bench.cache_bench import CacheBench, format_report, run
-from pcfjudge.cli import main
+from pcfjudge.cli.main import main
+from pcfjudge.tooling.bench.cache_bench import CacheBench, format_report, run
 
 from tests.helpers import RedisServer
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from pcfjudge.bench.http_report import figures
-from pcfjudge.cli import main
+from pcfjudge.cli.main import main
+from pcfjudge.tooling.bench.http_report import figures
 
 pytestmark = pytest.mark.slow
 

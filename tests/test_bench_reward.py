@@ -4,8 +4,8 @@ one group (P·K provider calls) and finds every reward equal to judging the grou
 from __future__ import annotations
 
 import pytest
-from pcfjudge.bench.reward_bench import RewardBench, format_report, run
-from pcfjudge.cli import main
+from pcfjudge.cli.main import main
+from pcfjudge.tooling.bench.reward_bench import RewardBench, format_report, run
 
 pytestmark = pytest.mark.slow
 

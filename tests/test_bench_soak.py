@@ -19,7 +19,7 @@ pytestmark = pytest.mark.slow
 def test_short_soak_loses_no_request(tmp_path: Path) -> None:
     require_redis()
     out = tmp_path / "soak.json"
-    argv = [sys.executable, "-m", "pcfjudge.cli", "bench", "soak", "--seconds", "60", "--items", "3000"]
+    argv = [sys.executable, "-m", "pcfjudge.cli.main", "bench", "soak", "--seconds", "60", "--items", "3000"]
     argv += ["--json", str(out), "--workdir", str(tmp_path / "logs")]
     done = subprocess.run(argv, cwd=ROOT, env=clean_env(), capture_output=True, text=True, timeout=280)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pcfjudge.cli import main
+from pcfjudge.cli.main import main
 
 from tests.helpers import CANDIDATES, QUESTION, app_client, clean_env
 
@@ -105,7 +105,7 @@ def test_usage_errors_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str])
 
 @pytest.mark.slow
 def test_url_judges_through_a_running_service(serve_url: str) -> None:
-    argv = [sys.executable, "-m", "pcfjudge.cli", "judge", "--url", serve_url, QUESTION, *CANDIDATES, "--k", "3"]
+    argv = [sys.executable, "-m", "pcfjudge.cli.main", "judge", "--url", serve_url, QUESTION, *CANDIDATES, "--k", "3"]
     done = subprocess.run([*argv, "--json"], capture_output=True, text=True, env=clean_env(), check=False, timeout=120)
     assert done.returncode == 0, done.stderr
     remote = json.loads(done.stdout)

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from pcfjudge.cli import main
+from pcfjudge.cli.main import main
 
 from tests.helpers import OPENAI_KEY, ROOT, FakeProvider, clean_env
 
@@ -62,7 +62,7 @@ def test_a_closed_pipe_ends_the_command_quietly(tmp_path: Path) -> None:
     items = tmp_path / "items.jsonl"
     lines = (json.dumps({"question": f"{QUESTION} ({i})", "candidates": ANSWERS}) for i in range(300))
     items.write_text("\n".join(lines) + "\n")
-    argv = [sys.executable, "-m", "pcfjudge.cli", "judge", "--file", str(items), "--json", "--k", "1"]
+    argv = [sys.executable, "-m", "pcfjudge.cli.main", "judge", "--file", str(items), "--json", "--k", "1"]
     with subprocess.Popen(argv, cwd=ROOT, env=clean_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
         assert proc.stdout is not None and proc.stderr is not None
         first = proc.stdout.readline()

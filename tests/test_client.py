@@ -10,10 +10,10 @@ import sys
 import pcfjudge
 import pydantic
 import pytest
-from pcfjudge.api.schemas.listwise import ListwiseResponse
-from pcfjudge.api.schemas.pairwise import PairwiseResponse
-from pcfjudge.api.schemas.rerank import RerankResponse
-from pcfjudge.api.schemas.reward import RewardResponse
+from pcfjudge.schemas.listwise_schema import ListwiseResponse
+from pcfjudge.schemas.pairwise_schema import PairwiseResponse
+from pcfjudge.schemas.rerank_schema import RerankResponse
+from pcfjudge.schemas.reward_schema import RewardResponse
 
 from tests.flaky_proxy import FlakyProxy
 from tests.helpers import CANDIDATES, QUESTION, serve_process

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 from dockerfile_parse import DockerfileParser
-from pcfjudge.cli import build_parser
+from pcfjudge.cli.main import build_parser
 from pcfjudge.settings import Settings
 
 from tests.helpers import ROOT, background_process, clean_env, free_port
@@ -115,7 +115,7 @@ def test_image_command_and_healthcheck_work_for_real() -> None:
     """The CMD (bound to loopback) with the image's ENV: PCFJ_WORKERS=2 gives two workers; the HEALTHCHECK
     passes against it and fails once it is gone."""
     port = free_port()
-    argv = [sys.executable, "-m", "pcfjudge.cli", *cmd()[1:], "--host", "127.0.0.1", "--port", str(port)]
+    argv = [sys.executable, "-m", "pcfjudge.cli.main", *cmd()[1:], "--host", "127.0.0.1", "--port", str(port)]
     env = {k: v for k, v in dockerfile().envs.items() if k.startswith("PCFJ_")}
     url = f"http://127.0.0.1:{port}/healthz"
     with background_process(argv, ready_url=url, env=env, name="image CMD") as proc:

@@ -15,9 +15,10 @@ import jsonschema
 import kubernetes_validate
 import pytest
 import yaml
-from pcfjudge import __version__, metrics
-from pcfjudge.cli import build_parser
+from pcfjudge._version import __version__
+from pcfjudge.cli.main import build_parser
 from pcfjudge.settings import Settings
+from pcfjudge.telemetry import metrics
 from prometheus_client.metrics import MetricWrapperBase
 
 from tests.helpers import ROOT, app_client
@@ -34,7 +35,7 @@ from tests.manifests import (
 )
 
 TARGETS = {"base": K8S / "base", "dev": K8S / "overlays" / "dev", "prod": K8S / "overlays" / "prod"}
-NOT_SETTINGS = {"PROMETHEUS_MULTIPROC_DIR"}  # read by `pcfjudge serve` and pcfjudge.metrics, not by Settings
+NOT_SETTINGS = {"PROMETHEUS_MULTIPROC_DIR"}  # read by `pcfjudge serve` and pcfjudge.telemetry.metrics, not by Settings
 
 
 @pytest.fixture(params=sorted(TARGETS), scope="module")

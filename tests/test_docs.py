@@ -287,10 +287,10 @@ def test_every_setting_is_documented() -> None:
 
 def test_every_request_field_is_documented() -> None:
     """Each front door's page names every field its request models accept."""
-    from pcfjudge.api.schemas.listwise import ListwiseRequest
-    from pcfjudge.api.schemas.pairwise import PairwiseRequest
-    from pcfjudge.api.schemas.rerank import CohereRerankRequest, RerankOptions, TeiRerankRequest
-    from pcfjudge.api.schemas.reward import RewardRequest, RewardSample
+    from pcfjudge.schemas.listwise_schema import ListwiseRequest
+    from pcfjudge.schemas.pairwise_schema import PairwiseRequest
+    from pcfjudge.schemas.rerank_schema import CohereRerankRequest, RerankOptions, TeiRerankRequest
+    from pcfjudge.schemas.reward_schema import RewardRequest, RewardSample
 
     pages = {
         "api/listwise.md": [ListwiseRequest],

@@ -29,6 +29,6 @@ def test_serve_judges_over_http(serve_url: str) -> None:
 
 def test_cli_help_explains_commands() -> None:
     out = subprocess.run(
-        [sys.executable, "-m", "pcfjudge.cli", "--help"], capture_output=True, text=True, check=True
+        [sys.executable, "-m", "pcfjudge.cli.main", "--help"], capture_output=True, text=True, check=True
     ).stdout
     assert "serve" in out and "openapi" in out

@@ -10,7 +10,7 @@ from typing import Any
 
 import httpx
 import pytest
-from pcfjudge.bench.engine_bench import EngineBench, format_report, run
+from pcfjudge.tooling.bench.engine_bench import EngineBench, format_report, run
 
 from tests.engine import MODEL_NAME, llama_server
 from tests.helpers import serve_process

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from pcfjudge.eval.data import bundled
 from pcfjudge.judging.estimation import check_estimation, closed_answer, find_cue
+from pcfjudge.tooling.eval.data import bundled
 
-JUDGEBENCH = [bundled(name) for name in ("judgebench:gpt-4o", "judgebench:claude-3-5-sonnet")]  # pcfjudge/data/
+JUDGEBENCH = [bundled(name) for name in ("judgebench:gpt-4o", "judgebench:claude-3-5-sonnet")]  # pcfjudge/tooling/data/
 
 
 @pytest.mark.parametrize(

@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pcfjudge.cli import main
-from pcfjudge.eval.data import BUNDLED, DATA_DIR, HubData, bundled, resolve
-from pcfjudge.eval.judgebench.loader import load_judgebench
+from pcfjudge.cli.main import main
+from pcfjudge.tooling.eval.data import BUNDLED, DATA_DIR, HubData, bundled, resolve
+from pcfjudge.tooling.eval.judgebench.loader import load_judgebench
 
 from tests.helpers import ROOT
 
@@ -212,21 +212,24 @@ def test_judgebench_by_name_from_a_fresh_install(tmp_path: Path) -> None:
     (wheel,) = wheels.glob("pcfjudge-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
     for data in BUNDLED.values():
-        shipped = {f"pcfjudge/data/{data.file}", *(f"pcfjudge/data/{Path(data.file).parent}/{n}" for n in NOTES)}
+        shipped = {
+            f"pcfjudge/tooling/data/{data.file}",
+            *(f"pcfjudge/tooling/data/{Path(data.file).parent}/{n}" for n in NOTES),
+        }
         assert shipped <= names, shipped - names
     install = [sys.executable, "-m", "pip", "install", "--no-deps", "--no-index", "-q", "--target", str(target)]
     subprocess.run([*install, str(wheel)], check=True, capture_output=True)
     work = tmp_path / "elsewhere"  # no checkout, no data beside it: only what the wheel installed
     work.mkdir()
     env = offline_env(tmp_path / "home") | {"PYTHONPATH": str(target)}
-    command = [sys.executable, "-m", "pcfjudge.cli", "eval", "judgebench", "--data", "judgebench:gpt-4o"]
+    command = [sys.executable, "-m", "pcfjudge.cli.main", "eval", "judgebench", "--data", "judgebench:gpt-4o"]
     command += ["--model", "sim:oracle", "--limit", "12", "--out", "out"]
     done = subprocess.run(command, cwd=work, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
     summary = json.loads((work / "out" / "summary.json").read_text())
     assert summary["n"] == 12 and summary["model"] == "sim:oracle"
     where = subprocess.run(
-        [sys.executable, "-c", "import pcfjudge.eval.data as d; print(d.bundled('judgebench:gpt-4o'))"],
+        [sys.executable, "-c", "import pcfjudge.tooling.eval.data as d; print(d.bundled('judgebench:gpt-4o'))"],
         cwd=work,
         env=env,
         capture_output=True,

@@ -11,14 +11,14 @@ from typing import Any
 import pytest
 from pcfjudge.backends.base import Completion, JudgeCall
 from pcfjudge.backends.sim import SimBackend
-from pcfjudge.cli import main
-from pcfjudge.eval.metrics import sign_test
+from pcfjudge.cli.main import main
 from pcfjudge.judging import consensus as cons
 from pcfjudge.judging.types import CandidateJudgment, RunJudgments
+from pcfjudge.tooling.eval.accuracy import sign_test
 
 from tests.eval_synth import write_rewardbench2
 
-SAMPLE = "rewardbench2:sample"  # bundled with the package (pcfjudge/data/)
+SAMPLE = "rewardbench2:sample"  # bundled with the package (pcfjudge/tooling/data/)
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
@@ -36,7 +36,7 @@ def _run(judgments: dict[str, dict[str, Any]], rank_source: str) -> RunJudgments
 
 
 def recompute(lines: list[dict[str, Any]], k_max: int = 7, executions: int = 3) -> dict[str, Any]:
-    """An independent re-derivation of the tables from the raw log (not using pcfjudge.eval.rewardbench2.analysis)."""
+    """An independent re-derivation of the tables from the raw log (not using pcfjudge.tooling.eval.rewardbench2.analysis)."""
     items: dict[str, dict[str, Any]] = {}
     for line in lines:
         assert line["error"] is None
@@ -199,8 +199,8 @@ def log_lines_valid(out: Path) -> list[dict[str, Any]]:
 
 def _displayed_index(data: Path) -> dict[tuple[str, ...], tuple[str, tuple[str, ...]]]:
     """Displayed texts -> (item id, displayed order of candidate ids), for the seed-0 candidate shuffle."""
-    from pcfjudge.eval.rewardbench2.loader import load_rewardbench2
     from pcfjudge.judging.permutations import schedule
+    from pcfjudge.tooling.eval.rewardbench2.loader import load_rewardbench2
 
     index: dict[tuple[str, ...], tuple[str, tuple[str, ...]]] = {}
     for item in load_rewardbench2(data, seed=0):

@@ -7,12 +7,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pcfjudge.cli import main
-from pcfjudge.eval.metrics import judgebench_pair_score, source_macro
-from pcfjudge.eval.score import score_judgments_file
+from pcfjudge.cli.main import main
 from pcfjudge.judging import apoc
+from pcfjudge.tooling.eval.accuracy import judgebench_pair_score, source_macro
+from pcfjudge.tooling.eval.score import score_judgments_file
 
-JUDGEBENCH = "judgebench:gpt-4o"  # bundled with the package (pcfjudge/data/)
+JUDGEBENCH = "judgebench:gpt-4o"  # bundled with the package (pcfjudge/tooling/data/)
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 LABEL = {"A": "A>B", "B": "B>A", "tie": "A=B"}
 

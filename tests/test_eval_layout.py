@@ -16,5 +16,5 @@ def imported(path: Path) -> set[str]:
 
 def test_no_command_imports_the_cli_and_options_import_no_command() -> None:
     for command in EVAL.glob("*/command.py"):
-        assert "pcfjudge.eval.cli" not in imported(command), command
-    assert not {m for m in imported(EVAL / "options.py") if m.startswith("pcfjudge.eval")}
+        assert "pcfjudge.tooling.eval.eval_command" not in imported(command), command
+    assert not {m for m in imported(EVAL / "options.py") if m.startswith("pcfjudge.tooling.eval")}

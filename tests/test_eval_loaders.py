@@ -7,10 +7,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pcfjudge.eval.data import bundled
-from pcfjudge.eval.judgebench.loader import load_judgebench
-from pcfjudge.eval.metrics import source_bucket
-from pcfjudge.eval.rewardbench2.loader import FactualityItem, load_rewardbench2
+from pcfjudge.tooling.eval.accuracy import source_bucket
+from pcfjudge.tooling.eval.data import bundled
+from pcfjudge.tooling.eval.judgebench.loader import load_judgebench
+from pcfjudge.tooling.eval.rewardbench2.loader import FactualityItem, load_rewardbench2
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 RB2_SAMPLE = bundled("rewardbench2:sample")

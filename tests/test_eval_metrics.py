@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from pcfjudge.eval.metrics import (
+from pcfjudge.tooling.eval.accuracy import (
     PairedCounts,
     accuracy,
     flip_label,

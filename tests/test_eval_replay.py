@@ -8,14 +8,14 @@ from dataclasses import replace
 
 import pytest
 from pcfjudge.backends.registry import ResolvedModel
-from pcfjudge.eval.harness import judge_all
-from pcfjudge.eval.replay import ReplayRunner
-from pcfjudge.eval.rewardbench2.collect import Rb2Plan, make_task, planned_calls
-from pcfjudge.eval.rewardbench2.loader import FactualityItem
-from pcfjudge.eval.runlog import PlannedCall
-from pcfjudge.judging.runner import CallOutcome, CallRunner, CallSpec
+from pcfjudge.engine.runner import CallOutcome, CallRunner, CallSpec
 from pcfjudge.services import Services
 from pcfjudge.settings import Settings
+from pcfjudge.tooling.eval.harness import judge_all
+from pcfjudge.tooling.eval.replay import ReplayRunner
+from pcfjudge.tooling.eval.rewardbench2.collect import Rb2Plan, make_task, planned_calls
+from pcfjudge.tooling.eval.rewardbench2.loader import FactualityItem
+from pcfjudge.tooling.eval.runlog import PlannedCall
 from pcfjudge.types import CacheMode
 
 ITEM = FactualityItem("Factuality:1", "What is 2+2?", ("4", "5", "22", "four-ish"), 0, "Factuality")

@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pcfjudge.cli import main
-from pcfjudge.eval.progress import Estimate, paid_run_gate
+from pcfjudge.cli.main import main
+from pcfjudge.tooling.eval.progress import Estimate, paid_run_gate
 
-SAMPLE = "rewardbench2:sample"  # bundled with the package (pcfjudge/data/)
+SAMPLE = "rewardbench2:sample"  # bundled with the package (pcfjudge/tooling/data/)
 JUDGEBENCH = "judgebench:gpt-4o"
 NUMBERS = ("n", "direct", "final", "diagnostic", "k_curve", "weights")
 

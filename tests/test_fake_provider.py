@@ -8,10 +8,10 @@ from typing import Any
 import httpx
 import pytest
 from pcfjudge.backends.sim import SimJudge, SimParams
-from pcfjudge.fakeprovider import task
-from pcfjudge.fakeprovider.state import FakeConfig, FakeState
 from pcfjudge.judging.pairwise_prompts import render_keyed, render_pairwise
 from pcfjudge.judging.prompts import block, new_nonce, render_listwise
+from pcfjudge.tooling.fakeprovider import fake_task as task
+from pcfjudge.tooling.fakeprovider.state import FakeConfig, FakeState
 
 from tests.helpers import CANDIDATES, QUESTION, FakeProvider, listwise_call
 

@@ -25,7 +25,7 @@ IN_FLIGHT = 4
 
 
 def _serve(port: int, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "pcfjudge.cli", "serve", "--port", str(port), "--log-level", "warning", *extra]
+    return [sys.executable, "-m", "pcfjudge.cli.main", "serve", "--port", str(port), "--log-level", "warning", *extra]
 
 
 def _judge(url: str, i: int) -> httpx.Response:

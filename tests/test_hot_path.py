@@ -13,7 +13,8 @@ from pcfjudge.backends.sim import SimJudge, SimParams
 from pcfjudge.cache.base import PARSED
 from pcfjudge.cache.redis_cache import RedisCache
 from pcfjudge.cache.redis_client import connect
-from pcfjudge.judging import listwise, parse
+from pcfjudge.engine import listwise_runs as listwise
+from pcfjudge.judging import parse
 from pcfjudge.settings import Settings
 
 from tests.helpers import ClientFactory, RedisServer, app_with_services
@@ -90,8 +91,8 @@ async def test_an_unusable_stored_answer_is_called_again() -> None:
 
 
 def _task(services: Any, k: int) -> listwise.ListwiseTask:
-    from pcfjudge.api.schemas.listwise import ListwiseRequest
-    from pcfjudge.listwise.task import build_task
+    from pcfjudge.doors.listwise_task import build_task
+    from pcfjudge.schemas.listwise_schema import ListwiseRequest
 
     task: listwise.ListwiseTask = build_task(ListwiseRequest.model_validate({**BODY, "k": k}), services)
     return task

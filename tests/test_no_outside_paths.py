@@ -2,7 +2,7 @@
 
 The package, the tests and the scripts are scanned for paths of one particular machine (absolute home or work
 directories) and for relative paths that climb out of the checkout (``../shared``, ``parents[1].parent``). Benchmark
-data comes from the package itself (``pcfjudge/data/``, see ``pcfjudge.eval.data``); a user's own files come from
+data comes from the package itself (``pcfjudge/tooling/data/``, see ``pcfjudge.tooling.eval.data``); a user's own files come from
 the command line.
 """
 
@@ -73,6 +73,6 @@ def test_no_file_refers_to_a_path_outside_the_repository() -> None:
         hits += [
             f"{where}:{n}: {line.strip()[:160]}" for n, line in enumerate(text.splitlines(), 1) if OUTSIDE.search(line)
         ]
-    assert hits == [], "these refer outside the repository (read pcfjudge/data/ or tmp_path instead):\n" + "\n".join(
-        hits
+    assert hits == [], (
+        "these refer outside the repository (read pcfjudge/tooling/data/ or tmp_path instead):\n" + "\n".join(hits)
     )

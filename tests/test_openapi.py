@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pcfjudge.openapi_export import DEFAULT_PATH, render
+from pcfjudge.cli.openapi_command import DEFAULT_PATH, render
 
 
 def test_openapi_document_is_current() -> None:

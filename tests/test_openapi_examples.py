@@ -53,7 +53,7 @@ async def test_each_example_is_answered_200_by_the_simulated_judge(
 def test_the_served_document_carries_them_and_so_does_openapi_json() -> None:
     import json
 
-    from pcfjudge.openapi_export import DEFAULT_PATH
+    from pcfjudge.cli.openapi_command import DEFAULT_PATH
 
     exported = json.loads(DEFAULT_PATH.read_text(encoding="utf-8"))
     for (method, path), example in EXAMPLES.items():

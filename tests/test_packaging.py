@@ -40,7 +40,7 @@ def test_wheel_contains_only_the_pcfjudge_package(tmp_path: Path) -> None:
     assert {f"pcfjudge/static/{f.name}" for f in static.iterdir()} <= set(names)
     assert "pcfjudge/static/index.html" in names
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
-    assert "pcfjudge = pcfjudge.cli:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
+    assert "pcfjudge = pcfjudge.cli.main:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
 
 
 def test_a_user_package_named_app_imports_next_to_ours(tmp_path: Path) -> None:

@@ -21,14 +21,14 @@ from pcfjudge.backends.registry import ResolvedModel
 from pcfjudge.backends.sim import SimJudge, SimParams
 from pcfjudge.backends.slots import Slots
 from pcfjudge.cache.memory import MemoryCache
+from pcfjudge.engine.failures import JudgingFailed
+from pcfjudge.engine.pairwise_passes import PairwiseResult, PairwiseTask, judge_pairwise, validate_answer
+from pcfjudge.engine.runner import Runner
 from pcfjudge.judging import apoc
 from pcfjudge.judging.apoc import KeyedPlan, Verdict
-from pcfjudge.judging.failures import JudgingFailed
-from pcfjudge.judging.pairwise import PairwiseResult, PairwiseTask, judge_pairwise, validate_answer
 from pcfjudge.judging.pairwise_prompts import render_keyed, render_pairwise
 from pcfjudge.judging.parse import OutputError
 from pcfjudge.judging.prompts import read_blocks
-from pcfjudge.judging.runner import Runner
 
 A_TEXT, B_TEXT = "Response alpha: 42.", "Response beta: 41."
 QUESTION = "What is six times seven?"

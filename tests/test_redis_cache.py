@@ -15,11 +15,11 @@ from pcfjudge.backends.slots import Slots
 from pcfjudge.cache.layered import LayeredCache
 from pcfjudge.cache.redis_cache import RedisCache, hash_tag
 from pcfjudge.cache.redis_client import connect
-from pcfjudge.judging.failures import JudgingFailed
+from pcfjudge.engine.failures import JudgingFailed
+from pcfjudge.engine.listwise_runs import ListwiseResult, ListwiseTask, judge_listwise
+from pcfjudge.engine.runner import Runner
 from pcfjudge.judging.keys import cache_key, item_hash
-from pcfjudge.judging.listwise import ListwiseResult, ListwiseTask, judge_listwise
 from pcfjudge.judging.prompts import PromptStyle
-from pcfjudge.judging.runner import Runner
 from pcfjudge.services import Services
 from pcfjudge.settings import Settings
 from pcfjudge.types import CacheMode, DecodingParams

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from pcfjudge.cache.redis_cache import RedisCache
 from pcfjudge.cache.redis_client import connect
-from pcfjudge.observe import NOOP
+from pcfjudge.telemetry.hooks import NOOP
 
 from tests.helpers import RedisServer, eventually
 

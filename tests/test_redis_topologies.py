@@ -11,7 +11,7 @@ import pytest
 from pcfjudge.backends.base import Completion, JudgeCall
 from pcfjudge.backends.sim import SimBackend, SimParams
 from pcfjudge.cache.redis_client import connect
-from pcfjudge.judging.listwise import ListwiseTask
+from pcfjudge.engine.listwise_runs import ListwiseTask
 from pcfjudge.services import Services
 from pcfjudge.settings import Settings
 from redis.asyncio import BlockingConnectionPool, Redis, RedisCluster

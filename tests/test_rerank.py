@@ -9,7 +9,7 @@ from typing import Any
 
 import httpx
 import pytest
-from pcfjudge.rerank.core import order_by_consensus
+from pcfjudge.doors.rerank import order_by_consensus
 from pcfjudge.settings import Settings
 
 from tests.helpers import FakeProvider, app_client, provider_settings

@@ -4,10 +4,10 @@ fake provider and graded by the simulated judge; and the text helpers the reward
 from __future__ import annotations
 
 from pcfjudge.backends.sim import SimJudge, SimParams, reference_agreement
-from pcfjudge.fakeprovider import task
-from pcfjudge.judging.listwise import ListwiseTask, plan_runs
+from pcfjudge.engine.listwise_runs import ListwiseTask, plan_runs
 from pcfjudge.judging.prompts import LISTWISE_REF_VERSION, read_blocks, render_listwise
 from pcfjudge.reward.text import chat_text, strip_end_tokens
+from pcfjudge.tooling.fakeprovider import fake_task as task
 from pcfjudge.types import DecodingParams
 
 QUESTION = "What is the chemical symbol for gold?"

@@ -7,9 +7,9 @@ import json
 
 from pcfjudge.backends.base import BackendError, Completion, JudgeCall, ProviderError, RateLimited
 from pcfjudge.backends.sim import SimJudge, SimParams
+from pcfjudge.engine.failures import JudgingFailed
+from pcfjudge.engine.listwise_runs import ListwiseTask
 from pcfjudge.judging.consensus import PRESETS
-from pcfjudge.judging.failures import JudgingFailed
-from pcfjudge.judging.listwise import ListwiseTask
 from pcfjudge.services import Services
 from pcfjudge.settings import Settings
 

@@ -17,8 +17,8 @@ from pcfjudge.backends.base import BackendTimeout, Completion, JudgeCall, Provid
 from pcfjudge.backends.registry import ResolvedModel
 from pcfjudge.backends.slots import Shed, Slots
 from pcfjudge.cache.memory import MemoryCache
-from pcfjudge.judging.runner import CallSpec, Runner
-from pcfjudge.refusal import Refusal
+from pcfjudge.engine.runner import CallSpec, Runner
+from pcfjudge.errors import Refusal
 from pcfjudge.settings import Settings
 
 from tests.helpers import FakeProvider, app_with_services, provider_settings

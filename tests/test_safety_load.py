@@ -158,7 +158,7 @@ def test_json_log_one_line_per_request(tmp_path: Any) -> None:
     port = free_port()
     log_path = tmp_path / "serve.log"
     env = clean_env({"PCFJ_API_KEYS": "ci:sk-ci-secret"})
-    argv = [sys.executable, "-m", "pcfjudge.cli", "serve", "--port", str(port), "--log-format", "json"]
+    argv = [sys.executable, "-m", "pcfjudge.cli.main", "serve", "--port", str(port), "--log-format", "json"]
     with log_path.open("wb") as log:
         proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
         try:
@@ -189,7 +189,7 @@ def _up(url: str) -> bool:
 
 @pytest.mark.parametrize("fmt", ["text"])
 def test_text_log_format_is_the_default(fmt: str) -> None:
-    from pcfjudge.logs import log_config
+    from pcfjudge.telemetry.logs import log_config
 
     config = log_config(fmt)  # type: ignore[arg-type]
     assert config["formatters"]["default"]["()"].__name__ == "TextAccessFormatter"
@@ -207,7 +207,7 @@ async def test_past_the_pending_limit_a_request_is_refused_at_the_door() -> None
 
 def test_an_idle_backend_admits_a_request_larger_than_its_queue() -> None:
     from pcfjudge.backends.slots import Slots
-    from pcfjudge.refusal import Refusal
+    from pcfjudge.errors import Refusal
 
     slots = Slots(size=2, max_queued=0)
     slots.reserve(21, remaining_s=1.0)  # nothing ahead (and no latency measured yet): admitted

@@ -7,8 +7,8 @@ import random
 import pytest
 from pcfjudge.backends.base import JudgeCall
 from pcfjudge.backends.sim import SimJudge, SimParams
+from pcfjudge.engine.listwise_runs import ListwiseTask
 from pcfjudge.judging.consensus import PRESETS
-from pcfjudge.judging.listwise import ListwiseTask
 from pcfjudge.services import Services
 from pcfjudge.settings import Settings
 

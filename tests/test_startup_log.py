@@ -11,7 +11,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from pcfjudge.server import startup_warnings
+from pcfjudge.cli.serve_command import startup_warnings
 from pcfjudge.settings import Settings
 
 from tests.helpers import OPENAI_KEY, ROOT, clean_env, free_port, wait_until
@@ -34,7 +34,7 @@ def serve_log(tmp_path: Path, *args: str, env: Mapping[str, str] | None = None) 
     """Start ``pcfjudge serve``, wait until it answers, stop it: everything it logged."""
     port = free_port()
     log = tmp_path / "serve.log"
-    argv = [sys.executable, "-m", "pcfjudge.cli", "serve", "--port", str(port), *args]
+    argv = [sys.executable, "-m", "pcfjudge.cli.main", "serve", "--port", str(port), *args]
     with log.open("wb") as out:
         proc = subprocess.Popen(argv, cwd=ROOT, env=clean_env(env), stdout=out, stderr=subprocess.STDOUT)
         try:
@@ -58,14 +58,16 @@ def test_serve_says_it_once_even_with_two_workers(tmp_path: Path) -> None:
     text = serve_log(tmp_path, "--workers", "2")
     assert text.count(AUTH_OFF) == 1 and text.count(SIMULATED) == 1, text
     line = next(line for line in text.splitlines() if AUTH_OFF in line)
-    assert "WARNING pcfjudge.server" in line
+    assert "WARNING pcfjudge.cli.serve_command" in line
 
 
 @pytest.mark.slow
 def test_serve_says_it_in_json_when_the_log_is_json(tmp_path: Path) -> None:
     text = serve_log(tmp_path, "--log-format", "json")
     records = [json.loads(line) for line in text.splitlines() if AUTH_OFF in line or SIMULATED in line]
-    assert len(records) == 2 and all(r["level"] == "WARNING" and r["logger"] == "pcfjudge.server" for r in records)
+    assert len(records) == 2 and all(
+        r["level"] == "WARNING" and r["logger"] == "pcfjudge.cli.serve_command" for r in records
+    )
 
 
 @pytest.mark.slow

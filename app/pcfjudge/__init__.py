@@ -10,20 +10,21 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from pcfjudge.api.schemas.common import ErrorResponse
-    from pcfjudge.api.schemas.listwise import ListwiseRequest, ListwiseResponse
-    from pcfjudge.api.schemas.pairwise import PairwiseRequest, PairwiseResponse
     from pcfjudge.client import AsyncClient, Client, RetryPolicy, ServiceError
+    from pcfjudge.schemas.common import ErrorResponse
+    from pcfjudge.schemas.listwise_schema import ListwiseRequest, ListwiseResponse
+    from pcfjudge.schemas.pairwise_schema import PairwiseRequest, PairwiseResponse
 
-__version__ = "0.1.0"
+from pcfjudge._version import __version__
+
 # Where each public name lives, imported on first use: ``import pcfjudge.integrations.trl`` (httpx and the standard
 # library only, for a trainer process) must not load pydantic by way of this package's __init__.
 _LAZY = {
-    "PairwiseRequest": "pcfjudge.api.schemas.pairwise",
-    "PairwiseResponse": "pcfjudge.api.schemas.pairwise",
-    "ErrorResponse": "pcfjudge.api.schemas.common",
-    "ListwiseRequest": "pcfjudge.api.schemas.listwise",
-    "ListwiseResponse": "pcfjudge.api.schemas.listwise",
+    "PairwiseRequest": "pcfjudge.schemas.pairwise_schema",
+    "PairwiseResponse": "pcfjudge.schemas.pairwise_schema",
+    "ErrorResponse": "pcfjudge.schemas.common",
+    "ListwiseRequest": "pcfjudge.schemas.listwise_schema",
+    "ListwiseResponse": "pcfjudge.schemas.listwise_schema",
     "AsyncClient": "pcfjudge.client",
     "Client": "pcfjudge.client",
     "RetryPolicy": "pcfjudge.client",

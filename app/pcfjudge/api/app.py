@@ -7,18 +7,27 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
-from pcfjudge import __version__, metrics
+from pcfjudge._version import __version__
 from pcfjudge.api import errors
 from pcfjudge.api.middleware.auth import AuthMiddleware
 from pcfjudge.api.middleware.body import BodyMiddleware
 from pcfjudge.api.middleware.request import RequestMiddleware
 from pcfjudge.api.middleware.shutdown import ShutdownMiddleware
-from pcfjudge.api.routes import health, listwise, pairwise, playground, rerank, reward, reward_adapters
-from pcfjudge.api.routes import metrics as metrics_route
+from pcfjudge.api.routes import (
+    health_routes,
+    listwise_routes,
+    metrics_routes,
+    pairwise_routes,
+    playground_routes,
+    rerank_routes,
+    reward_adapter_routes,
+    reward_routes,
+)
 from pcfjudge.judging.pairwise_prompts import KEYED_VERSION, PAIRWISE_VERSION
 from pcfjudge.judging.prompts import LISTWISE_VERSION
 from pcfjudge.services import Services
 from pcfjudge.settings import Settings
+from pcfjudge.telemetry import metrics
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -44,14 +53,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         redoc_url=None,
     )
     errors.install(app)
-    app.include_router(listwise.router)
-    app.include_router(pairwise.router)
-    app.include_router(health.router)
-    app.include_router(metrics_route.router)
-    app.include_router(rerank.router)  # /rerank (TEI shape), /v1/rerank and /v2/rerank (Cohere shape)
-    app.include_router(reward.router)  # /v1/reward: RL rewards, groups judged together
-    app.include_router(reward_adapters.router)  # /get_reward (OpenRLHF), /v1/reward/one (slime)
-    playground.install(app)
+    app.include_router(listwise_routes.router)
+    app.include_router(pairwise_routes.router)
+    app.include_router(health_routes.router)
+    app.include_router(metrics_routes.router)
+    app.include_router(rerank_routes.router)  # /rerank (TEI shape), /v1/rerank and /v2/rerank (Cohere shape)
+    app.include_router(reward_routes.router)  # /v1/reward: RL rewards, groups judged together
+    app.include_router(reward_adapter_routes.router)  # /get_reward (OpenRLHF), /v1/reward/one (slime)
+    playground_routes.install(app)
     # Pure ASGI layers, outermost last: request id/metrics/log/last-resort 500 → auth and quota → body and
     # disconnect watch → the app.
     app.add_middleware(BodyMiddleware, max_bytes=settings.max_body_bytes, body_timeout_s=settings.body_timeout_s)

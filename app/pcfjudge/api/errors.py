@@ -1,6 +1,6 @@
 """One error shape for every failure: ``{"error": kind, "detail": what and how to fix}``.
 
-ApiError (status, kind)                 raised by routes and the front doors' domain code (pcfjudge.refusal) for
+ApiError (status, kind)                 raised by routes and the front doors' domain code (pcfjudge.errors) for
                                         client mistakes (4xx) and backend trouble (5xx)
 Refusal (status, kind)                  a guard declined: caps and allowlist (422), quota (429), overload (503)
 JudgingFailed                           too few runs succeeded: 502/503/504 (counted through decisions.judged)
@@ -20,9 +20,9 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from pcfjudge.api.schemas.common import ErrorResponse
-from pcfjudge.judging.failures import JudgingFailed
-from pcfjudge.refusal import ApiError, Refusal, backend_failure
+from pcfjudge.engine.failures import JudgingFailed
+from pcfjudge.errors import ApiError, Refusal, backend_failure
+from pcfjudge.schemas.common import ErrorResponse
 
 
 def error_body(kind: str, detail: str, request: Request | None = None, **extra: Any) -> dict[str, Any]:

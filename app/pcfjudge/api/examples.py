@@ -1,7 +1,7 @@
 """A working request body for every operation of the OpenAPI document, so that "Try it out" in Swagger UI (``/docs``)
 sends a body the service accepts, not one generated from the schema (``"candidates": ["string"]`` is a 422).
 
-``add_examples`` puts each as its operation's ``application/json`` ``example``; ``pcfjudge.api.routes.playground.install``
+``add_examples`` puts each as its operation's ``application/json`` ``example``; ``pcfjudge.api.routes.playground_routes.install``
 applies it to the app's document. tests/test_openapi_examples.py holds every operation with a request body to having
 one here, valid against the operation's schema and answered 200 by the simulated judge.
 """

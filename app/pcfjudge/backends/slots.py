@@ -37,7 +37,7 @@ import math
 from collections import deque
 
 from pcfjudge.backends.base import BackendError, BackendTimeout
-from pcfjudge.refusal import Refusal
+from pcfjudge.errors import Refusal
 
 EWMA_WEIGHT = 0.2  # weight of the newest measured call in the latency mean
 CENSORED_WEIGHT = 0.5  # weight of a call that ended without an answer after longer than the mean

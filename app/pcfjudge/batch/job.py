@@ -31,10 +31,10 @@ from pcfjudge.batch.probe import Missing, Probe
 from pcfjudge.batch.providers import BatchAPI, Failure, Result, build_api
 from pcfjudge.batch.store import RESULTS, STATE, BatchState, Results, Submission, Via
 from pcfjudge.cache.base import PARSED
-from pcfjudge.eval.progress import confirm
-from pcfjudge.judge import Judge
+from pcfjudge.engine.judge import Judge
 from pcfjudge.judging.parse import OutputError
 from pcfjudge.services import Services
+from pcfjudge.tooling.eval.progress import confirm
 from pcfjudge.types import Usage, usd
 
 Drive = Callable[[Judge], Awaitable[None]]

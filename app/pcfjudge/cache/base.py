@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from pcfjudge.observe import Observer
+from pcfjudge.telemetry.hooks import Observer
 
 CacheValue = dict[str, Any]
 

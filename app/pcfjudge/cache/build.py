@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pcfjudge.cache.base import Cache
 from pcfjudge.cache.memory import MemoryCache
-from pcfjudge.observe import NOOP, Observer
 from pcfjudge.settings import Settings
+from pcfjudge.telemetry.hooks import NOOP, Observer
 
 
 def build_cache(settings: Settings, observer: Observer = NOOP) -> Cache:

@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from pcfjudge.cache.base import CacheValue, LayerStats
-from pcfjudge.observe import NOOP, Observer
+from pcfjudge.telemetry.hooks import NOOP, Observer
 
 __all__ = ["CacheValue", "MemoryCache"]
 

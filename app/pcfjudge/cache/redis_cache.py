@@ -31,7 +31,7 @@ from pcfjudge.cache.base import PARSED, CacheValue, LayerStats
 from pcfjudge.cache.breaker import BreakerState, CircuitBreaker
 from pcfjudge.cache.flight import Claim
 from pcfjudge.cache.redis_client import RedisClient, close
-from pcfjudge.observe import NOOP, Observer
+from pcfjudge.telemetry.hooks import NOOP, Observer
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

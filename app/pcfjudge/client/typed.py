@@ -19,10 +19,6 @@ from typing import Any, TypeVar
 import httpx
 from pydantic import BaseModel
 
-from pcfjudge.api.schemas.listwise import CandidateIn, ListwiseRequest, ListwiseResponse
-from pcfjudge.api.schemas.pairwise import PairwiseRequest, PairwiseResponse
-from pcfjudge.api.schemas.rerank import CohereRerankRequest, RerankResponse
-from pcfjudge.api.schemas.reward import RewardRequest, RewardResponse, RewardSample
 from pcfjudge.client.http import (
     DEFAULT_RETRY,
     RetryPolicy,
@@ -33,6 +29,10 @@ from pcfjudge.client.http import (
     default_url,
     post_json,
 )
+from pcfjudge.schemas.listwise_schema import CandidateIn, ListwiseRequest, ListwiseResponse
+from pcfjudge.schemas.pairwise_schema import PairwiseRequest, PairwiseResponse
+from pcfjudge.schemas.rerank_schema import CohereRerankRequest, RerankResponse
+from pcfjudge.schemas.reward_schema import RewardRequest, RewardResponse, RewardSample
 
 M = TypeVar("M", bound=BaseModel)
 Candidate = str | CandidateIn | Mapping[str, str]

@@ -16,9 +16,9 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from pcfjudge import metrics
-from pcfjudge.refusal import Refusal
+from pcfjudge.errors import Refusal
 from pcfjudge.reward.scoring import GroupVerdict
+from pcfjudge.telemetry import metrics
 
 
 @dataclass(frozen=True, slots=True)

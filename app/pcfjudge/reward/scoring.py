@@ -25,12 +25,12 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
 
-from pcfjudge.judge import Judge
+from pcfjudge.engine.failures import JudgingFailed
+from pcfjudge.engine.judge import Judge
+from pcfjudge.engine.listwise_runs import ListwiseResult, ListwiseTask
+from pcfjudge.errors import Refusal
 from pcfjudge.judging import permutations as perms
-from pcfjudge.judging.failures import JudgingFailed
-from pcfjudge.judging.listwise import ListwiseResult, ListwiseTask
 from pcfjudge.judging.prompts import listwise_version
-from pcfjudge.refusal import Refusal
 
 RewardMode = Literal["consensus", "borda", "win"]
 Scoring = Literal["group", "pointwise"]

@@ -21,9 +21,9 @@ from fnmatch import fnmatchcase
 from functools import cache
 
 from pcfjudge import context
+from pcfjudge.errors import Refusal
 from pcfjudge.judging.pairwise_prompts import render_keyed
 from pcfjudge.judging.prompts import render_listwise
-from pcfjudge.refusal import Refusal
 from pcfjudge.security.limiter import Limiter, MemoryLimiter
 from pcfjudge.settings import Settings
 

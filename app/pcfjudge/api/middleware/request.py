@@ -23,9 +23,9 @@ from typing import Any
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from pcfjudge import context
-from pcfjudge import metrics as m
 from pcfjudge.api.errors import json_response
-from pcfjudge.logs import ACCESS
+from pcfjudge.telemetry import metrics as m
+from pcfjudge.telemetry.logs import ACCESS
 
 log = logging.getLogger("pcfjudge")
 JUDGE_ROUTES = ("/judge/listwise", "/judge/pairwise")

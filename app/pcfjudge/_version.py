@@ -1,0 +1,3 @@
+"""The package version: a leaf module (nothing of ours imported), so any layer may read it."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,116 @@
+"""The browser playground (``GET /``) and the API docs (``/docs``, ``/redoc``), served from packaged files only.
+
+The page and its script live in ``pcfjudge/static/`` (mounted at ``/static``); Swagger UI and ReDoc come from the copies
+the ``fastapi-offline`` package ships (mounted at ``/static/vendor``). Nothing is loaded from a CDN, so the page and
+the docs work on an air-gapped network. None of these routes is part of the OpenAPI document.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from fastapi import APIRouter, FastAPI, Request
+from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html, get_swagger_ui_oauth2_redirect_html
+from fastapi.responses import FileResponse, HTMLResponse
+from fastapi.staticfiles import StaticFiles
+
+from pcfjudge.api.examples import add_examples
+from pcfjudge.errors import ApiError
+
+PAGE_DIR = Path(__file__).resolve().parents[2] / "static"  # package data: pcfjudge/static/
+STATIC = "/static"
+VENDOR = f"{STATIC}/vendor"  # mounted before STATIC, so it wins for its prefix
+OAUTH2_REDIRECT = "/docs/oauth2-redirect"
+
+# The page runs only its own script and styles and talks only to this service; untrusted text (candidates, rationales,
+# error details) is inserted as text, and this policy makes any slip inert.
+PAGE_HEADERS = {
+    "Content-Security-Policy": "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'none'",
+    "Cache-Control": "no-cache",
+    "Referrer-Policy": "no-referrer",
+    "X-Content-Type-Options": "nosniff",
+}
+
+# The docs pages load only from this service. FastAPI's Swagger UI page starts it with an inline script and both UIs
+# inject styles; ReDoc's sidebar credit is an image on a CDN, which this policy stops before it is requested.
+DOCS_HEADERS = {
+    "Content-Security-Policy": "default-src 'self'; script-src 'self' 'unsafe-inline'; "
+    "style-src 'self' 'unsafe-inline'; img-src 'self' data:; font-src 'self' data:; worker-src 'self' blob:; "
+    "object-src 'none'; base-uri 'none'; frame-ancestors 'none'",
+    "Referrer-Policy": "no-referrer",
+}
+
+router = APIRouter(include_in_schema=False)
+
+
+def install(app: FastAPI) -> None:
+    """Mount the packaged assets and add ``/``, ``/docs``, ``/docs/oauth2-redirect`` and ``/redoc``; give the OpenAPI
+    document working request examples (``pcfjudge.api.examples``), which "Try it out" in ``/docs`` sends.
+
+    Build the app with ``docs_url=None, redoc_url=None`` so FastAPI's CDN-backed pages are not registered as well.
+    """
+    app.mount(VENDOR, StaticFiles(packages=[("fastapi_offline", "static")]), name="vendor")
+    app.mount(STATIC, StaticFiles(directory=PAGE_DIR), name="static")
+    app.include_router(router)
+    build = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:  # built once, on first use, as FastAPI's own
+            app.openapi_schema = add_examples(build())
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
+
+
+def _root(request: Request) -> str:
+    return str(request.scope.get("root_path", "")).rstrip("/")
+
+
+def _openapi_url(request: Request) -> str:
+    url = request.app.openapi_url
+    if url is None:
+        raise ApiError(404, "not_found", "the OpenAPI document is disabled on this service, so are its docs")
+    return f"{_root(request)}{url}"
+
+
+@router.get("/")
+async def playground() -> FileResponse:
+    """The playground page: judge candidates and see the consensus, the per-run heat map and the direct verdict."""
+    return FileResponse(PAGE_DIR / "index.html", media_type="text/html; charset=utf-8", headers=PAGE_HEADERS)
+
+
+@router.get("/docs")
+async def swagger_ui(request: Request) -> HTMLResponse:
+    root = _root(request)
+    page = get_swagger_ui_html(
+        openapi_url=_openapi_url(request),
+        title=f"{request.app.title} - Swagger UI",
+        oauth2_redirect_url=f"{root}{OAUTH2_REDIRECT}",
+        swagger_js_url=f"{root}{VENDOR}/swagger-ui-bundle.js",
+        swagger_css_url=f"{root}{VENDOR}/swagger-ui.css",
+        swagger_favicon_url=f"{root}{STATIC}/favicon.svg",
+        swagger_ui_parameters=request.app.swagger_ui_parameters,
+    )
+    page.headers.update(DOCS_HEADERS)
+    return page
+
+
+@router.get(OAUTH2_REDIRECT)
+async def swagger_ui_redirect() -> HTMLResponse:
+    return get_swagger_ui_oauth2_redirect_html()
+
+
+@router.get("/redoc")
+async def redoc(request: Request) -> HTMLResponse:
+    root = _root(request)
+    page = get_redoc_html(
+        openapi_url=_openapi_url(request),
+        title=f"{request.app.title} - ReDoc",
+        redoc_js_url=f"{root}{VENDOR}/redoc.standalone.js",
+        redoc_favicon_url=f"{root}{STATIC}/favicon.svg",
+        with_google_fonts=False,
+    )
+    page.headers.update(DOCS_HEADERS)
+    return page

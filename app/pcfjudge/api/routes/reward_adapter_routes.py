@@ -1,0 +1,99 @@
+"""RL frameworks' own reward wire formats over the same judge as ``/v1/reward``.
+
+``POST /get_reward``  OpenRLHF (``--reward.remote_url http://host:8000/get_reward``): ``{"query", "prompts",
+    "labels"}`` → ``{"rewards", "scores", "extra_logs"}``, lists as long as the input. Each response is ``query``
+    minus its ``prompts`` prefix (and a trailing end-of-sequence marker); the label is the reference.
+``POST /v1/reward/one``  slime (``--rm-type remote_rm --rm-url …/v1/reward/one --reward-key reward``):
+    ``{"prompt", "response", "label"}`` → ``{"reward", …}``.
+
+Both take the grouping options as query parameters, since the frameworks post a fixed body to the URL as given:
+``?group_size=8&group_wait_ms=30000&k=5&model=…&reward=consensus``. Neither can carry a null reward, so a sample
+whose judgment failed fails its whole request with 503 and Retry-After: the frameworks' own retry loops then retry
+(OpenRLHF 5 tries, slime 10), and a reward is never made up.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Query
+
+from pcfjudge.api.deps import ServicesDep
+from pcfjudge.api.errors import ERROR_RESPONSES
+from pcfjudge.doors.reward_plan import Item, check_samples, failure_error, judge_plan, plan
+from pcfjudge.errors import client_error
+from pcfjudge.reward.text import chat_text, strip_end_tokens
+from pcfjudge.schemas.reward_schema import (
+    OpenRLHFRequest,
+    OpenRLHFResponse,
+    RewardMode,
+    RewardOptions,
+    SlimeRequest,
+    SlimeResponse,
+)
+from pcfjudge.types import MAX_K
+
+router = APIRouter()
+
+
+async def query_options(  # async: FastAPI runs a plain def dependency on its thread pool, a hop per request
+    model: Annotated[str | None, Query(description="provider:model")] = None,
+    k: Annotated[int | None, Query(ge=1, le=MAX_K, description="permutations per group")] = None,
+    reward: Annotated[RewardMode, Query(description="consensus, borda or win")] = "consensus",
+    group_size: Annotated[int | None, Query(ge=1, le=26, description="members a group waits for")] = None,
+    group_wait_ms: Annotated[int | None, Query(ge=0, le=600_000, description="longest wait for them")] = None,
+) -> RewardOptions:
+    return RewardOptions(model=model, k=k, reward=reward, group_size=group_size, group_wait_ms=group_wait_ms)
+
+
+OptionsDep = Annotated[RewardOptions, Depends(query_options)]
+
+
+@router.post("/get_reward", response_model=OpenRLHFResponse, responses=ERROR_RESPONSES)
+async def openrlhf_route(body: OpenRLHFRequest, options: OptionsDep, services: ServicesDep) -> OpenRLHFResponse:
+    """OpenRLHF's remote reward model protocol (see the module docstring); 503 + Retry-After on judging failures."""
+    n = len(body.query)
+    check_samples(services, n, "query")  # before any work on them
+    if len(body.prompts) != n:
+        raise client_error("prompts", f"send one prompt per query ({n} queries, {len(body.prompts)} prompts)")
+    labels = body.labels if body.labels is not None else [None] * n
+    if len(labels) != n:
+        raise client_error("labels", f"send one label per query ({n} queries, {len(labels)} labels)")
+    items = []
+    for i, (query, prompt, label) in enumerate(zip(body.query, body.prompts, labels, strict=True)):
+        if not query.startswith(prompt):
+            detail = "the query does not start with its prompt; OpenRLHF sends prompt + response as the query"
+            raise client_error(f"query.{i}", detail)
+        if not prompt.strip():
+            raise client_error(f"prompts.{i}", "must not be empty or only whitespace")
+        items.append(Item(prompt, strip_end_tokens(query[len(prompt) :]), None if label is None else str(label)))
+    if not items:  # OpenRLHF shards a batch over several URLs; a shard may be empty
+        return OpenRLHFResponse(rewards=[], scores=[], extra_logs={})
+    judged = await judge_plan(services, plan(services, options, items, "query"))
+    if judged.failures:
+        raise failure_error(judged.failures, status=503)
+    rewards = [s.reward for s in judged.samples if s.reward is not None]
+    return OpenRLHFResponse(
+        rewards=rewards,
+        scores=rewards,
+        extra_logs={
+            "pcfj_judge_score": [s.score or 0.0 for s in judged.samples],
+            "pcfj_group_size": [float(s.group_size) for s in judged.samples],
+            "pcfj_pointwise": [float(s.scoring == "pointwise") for s in judged.samples],
+            "pcfj_order_sensitive": [float(bool(s.order_sensitive)) for s in judged.samples],
+            "pcfj_group_fallback": [float(s.group_note is not None) for s in judged.samples],
+        },
+    )
+
+
+@router.post("/v1/reward/one", response_model=SlimeResponse, responses=ERROR_RESPONSES)
+async def slime_route(body: SlimeRequest, options: OptionsDep, services: ServicesDep) -> SlimeResponse:
+    """slime's ``remote_rm`` protocol: one sample, answered ``{"reward": …}``; 503 + Retry-After on failure."""
+    prompt = chat_text(body.prompt)
+    if not prompt.strip():
+        raise client_error("prompt", "must not be empty or only whitespace")
+    label = None if body.label is None else str(body.label)
+    judged = await judge_plan(services, plan(services, options, [Item(prompt, body.response, label)], "body"))
+    if judged.failures:
+        raise failure_error(judged.failures, status=503)
+    return SlimeResponse.model_validate(judged.samples[0].model_dump())

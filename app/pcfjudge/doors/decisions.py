@@ -1,0 +1,69 @@
+"""What each judging decision tells the metrics (position bias, overturns, agreement, keyed passes), and ``judged``:
+the one place a front door awaits a judgment, so a failure is counted and becomes its 502/503/504 error."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable
+from typing import TypeVar
+
+from pcfjudge.engine.failures import JudgingFailed
+from pcfjudge.engine.listwise_runs import ListwiseResult
+from pcfjudge.engine.pairwise_passes import PairwiseResult
+from pcfjudge.errors import backend_failure
+from pcfjudge.judging.consensus import top_set
+from pcfjudge.telemetry import metrics as m
+
+R = TypeVar("R")
+
+
+def record_listwise(result: ListwiseResult) -> None:
+    """Position bias, overturns, agreement and margin of one listwise decision."""
+    endpoint = "/judge/listwise"
+    m.child(m.DECISIONS, endpoint, result.mode).inc()
+    if result.degraded:
+        m.child(m.DEGRADED, endpoint).inc()
+    if result.stopped is not None:
+        m.child(m.STOPS, result.stopped).inc()
+    for run in result.runs:
+        if run.result is None:
+            continue
+        tops = top_set(run.result)
+        for cid in tops:
+            m.child(m.TOP_PICKS, endpoint, str(run.order.index(cid))).inc(1 / len(tops))
+    if result.mode != "consensus":
+        return
+    if result.direct_winners is not None and set(result.direct_winners) != set(result.consensus.winners):
+        m.child(m.OVERTURNS, endpoint).inc()
+    m.AGREEMENT.observe(result.agreement)
+    values = sorted((c.consensus for c in result.consensus.candidates.values()), reverse=True)
+    if len(values) > 1:
+        m.MARGIN.observe(values[0] - values[1])
+
+
+def record_pairwise(result: PairwiseResult) -> None:
+    """Order consistency, keyed passes and overrides of one pairwise decision."""
+    endpoint = "/judge/pairwise"
+    m.DECISIONS.labels(endpoint, "apoc").inc()
+    if result.degraded:
+        m.DEGRADED.labels(endpoint).inc()
+    for p in result.passes:
+        if p.name != "keyed" and p.raw_verdict in ("A", "B"):
+            m.TOP_PICKS.labels(endpoint, "0" if p.raw_verdict == "A" else "1").inc()
+    decision, plan = result.decision, result.keyed_plan
+    if decision.order_consistent is False:
+        m.PAIR_INCONSISTENT.inc()
+    if result.keyed_pass is not None:
+        m.KEYED.labels("run").inc()
+    elif plan.skipped is not None and plan.needed:
+        m.KEYED.labels(f"skipped_{plan.skipped}").inc()
+    if decision.override:
+        m.OVERRIDES.inc()
+
+
+async def judged(endpoint: str, judgment: Awaitable[R]) -> R:
+    """Await a judgment; a ``JudgingFailed`` is counted for ``endpoint`` and becomes its 502/503/504 JSON error."""
+    try:
+        return await judgment
+    except JudgingFailed as exc:
+        m.FAILED.labels(endpoint, exc.kind).inc()
+        raise backend_failure(exc) from None

@@ -1,0 +1,97 @@
+"""The ``/judge/listwise`` response: built once as plain JSON data, serialised once (orjson).
+
+``response_data`` is the one shaper: ``to_response`` validates it into ``ListwiseResponse`` for Python callers
+(rerank, the CLI, benches); the route serialises it once with orjson and sends the bytes as they are, so FastAPI
+neither validates the model a second time nor encodes it twice (the route still declares ``response_model=ListwiseResponse``, so the OpenAPI document is
+unchanged). Every number the model types as ``float`` is made a float here, so the bytes are exactly what the model
+would serialise (``tests/test_listwise_response.py`` checks that).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pcfjudge.engine.listwise_runs import ListwiseResult
+from pcfjudge.judging import consensus as cons
+from pcfjudge.judging.types import RunRecord
+from pcfjudge.schemas.listwise_schema import ListwiseResponse
+from pcfjudge.services import Services
+
+
+def response_data(result: ListwiseResult, request_id: str, include_runs: bool, services: Services) -> dict[str, Any]:
+    """The response as JSON-ready data, in ``ListwiseResponse``'s field order."""
+    c = result.consensus
+    ok = sum(1 for r in result.runs if r.result is not None)
+    usage = result.usage
+    return {
+        "request_id": request_id,
+        "model": result.model,
+        "prompt_version": result.prompt_version,
+        "mode": result.mode,
+        "k": result.k,
+        "executions": max(r.execution for r in result.runs) + 1,
+        "weights": {name: float(value) for name, value in result.weights.as_dict().items()},
+        "winners": list(c.winners),
+        "ranking": list(c.ranking),
+        "candidates": [
+            {"id": cid, **{name: round(float(value), 4) for name, value in v.as_dict().items()}}
+            for cid, v in c.candidates.items()
+        ],
+        "runs": [_run(r) for r in result.runs] if include_runs else None,
+        "diagnostics": {
+            "runs_ok": ok,
+            "runs_failed": len(result.runs) - ok,
+            "quorum": result.quorum,
+            "agreement": round(float(result.agreement), 4),
+            "direct_winners": result.direct_winners,
+            "order_sensitive": result.order_sensitive,
+            "k_requested": result.k_requested,
+            "k_capped": result.k_capped,
+            "runs_made": len(result.runs),
+            "stopped": result.stopped,
+        },
+        "usage": {
+            "backend_calls": result.backend_calls,
+            "cache_hits": result.cache_hits,
+            "input_tokens": usage.input_tokens,
+            "output_tokens": usage.output_tokens,
+            "cached_tokens": usage.cached_tokens,
+            "cost_usd": services.judge.cost_usd(result.model, usage),
+        },
+        "degraded": result.degraded,
+    }
+
+
+def _run(run: RunRecord) -> dict[str, Any]:
+    result = run.result
+    judgments = None
+    if result is not None:
+        judgments = {
+            cid: {
+                "score": float(j.score),
+                "rank": float(j.rank),
+                "major_error": j.major_error,
+                "hallucinated_specificity": j.hallucinated_specificity,
+                "calibrated_uncertainty": j.calibrated_uncertainty,
+                "rationale": j.rationale,
+            }
+            for cid, j in result.judgments.items()
+        }
+    return {
+        **run.usage.as_dict(),
+        "execution": run.execution,
+        "index": run.index,
+        "order": run.order,
+        "sample": run.sample,
+        "rank_source": result.rank_source if result else None,
+        "judgments": judgments,
+        "top_set": cons.top_set(result) if result else None,
+        "cached": run.cached,
+        "latency_ms": float(run.latency_ms),
+        "error": run.error,
+    }
+
+
+def to_response(result: ListwiseResult, request_id: str, include_runs: bool, services: Services) -> ListwiseResponse:
+    """The response as the pydantic model (for Python callers; the route sends ``response_data``'s bytes)."""
+    return ListwiseResponse.model_validate(response_data(result, request_id, include_runs, services))

@@ -1,0 +1,62 @@
+"""An APOCJudge result as /judge/pairwise's response."""
+
+from __future__ import annotations
+
+from pcfjudge.engine.pairwise_passes import PairwiseResult, PassRecord
+from pcfjudge.judging import apoc
+from pcfjudge.schemas.common import UsageOut
+from pcfjudge.schemas.pairwise_schema import EstimationOut, KeyedOut, PairwiseResponse, PassOut
+from pcfjudge.services import Services
+
+
+def _pass_out(p: PassRecord) -> PassOut:
+    return PassOut(
+        name=p.name,
+        order=["A" if i == 0 else "B" for i in p.order],
+        prompt_version=p.prompt_version,
+        verdict=p.verdict,
+        raw_verdict=p.raw_verdict,
+        rationale=p.rationale,
+        resolved_answer=p.resolved_answer,
+        cached=p.cached,
+        latency_ms=p.latency_ms,
+        error=p.error,
+        **p.usage.as_dict(),
+    )
+
+
+def to_response(result: PairwiseResult, request_id: str, include_runs: bool, services: Services) -> PairwiseResponse:
+    d, plan, keyed = result.decision, result.keyed_plan, result.keyed_pass
+    swapped = next(p for p in result.passes if p.name == "swapped")
+    est = result.estimation
+    return PairwiseResponse(
+        request_id=request_id,
+        model=result.model,
+        prompt_version=result.prompt_versions["pairwise"],
+        prompt_versions=result.prompt_versions,
+        winner=d.winner,
+        label=apoc.label(d.winner),
+        direct=d.direct,
+        swapped=swapped.verdict,
+        order_consistent=d.order_consistent,
+        override=d.override,
+        decision=d.basis,
+        keyed=KeyedOut(
+            ran=keyed is not None,
+            needed=plan.needed,
+            skipped=plan.skipped,
+            resolved_answer=keyed.resolved_answer if keyed else None,
+            winner=keyed.verdict if keyed else None,
+            error=keyed.error if keyed else None,
+        ),
+        estimation=EstimationOut(estimation=est.estimation, source=est.source, cue=est.cue),
+        preference_a=result.preference_a,
+        runs=[_pass_out(p) for p in result.passes] if include_runs else None,
+        usage=UsageOut(
+            backend_calls=result.backend_calls,
+            cache_hits=result.cache_hits,
+            cost_usd=services.judge.cost_usd(result.model, result.usage),
+            **result.usage.as_dict(),
+        ),
+        degraded=result.degraded,
+    )

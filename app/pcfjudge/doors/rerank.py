@@ -1,0 +1,134 @@
+"""Reranking as PCFJudge: the documents are the candidates of one listwise judgment, judged through
+``services.judge``; a document's relevance is its consensus (0–100). Shared by ``/rerank`` (TEI shape) and
+``/v1/rerank`` + ``/v2/rerank`` (Cohere/Jina shape).
+
+More documents than ``PCFJ_MAX_CANDIDATES`` (default 16) are refused with 413 naming the limit: one listwise judgment
+compares every document with every other, and scores from separate judgments of different groups would not be
+comparable, so they are never split up or cut silently. None is a 400.
+
+One document (retrievers return one all the time, and Cohere and TEI accept it) is judged pointwise, exactly as a
+reward group of one is (``pcfjudge.reward.scoring``): the same listwise task with a single candidate, one call (there
+is no order to permute), and relevance = the judge's score / 100. A consensus of one candidate would be inflated by
+its Borda share and top vote, which are 100% with nobody to compare against, so it is not used.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pcfjudge.backends.registry import KNOWN_PROVIDERS
+from pcfjudge.doors.checks import check_texts, resolve_model
+from pcfjudge.doors.decisions import judged, record_listwise
+from pcfjudge.doors.listwise_response import to_response
+from pcfjudge.engine.listwise_runs import ListwiseTask
+from pcfjudge.errors import ApiError, client_error
+from pcfjudge.judging import consensus as cons
+from pcfjudge.schemas.listwise_schema import ListwiseResponse
+from pcfjudge.schemas.rerank_schema import RerankOptions
+from pcfjudge.services import Services
+
+CHARS_PER_TOKEN = 4  # max_tokens_per_doc without a tokenizer for every judge model: a documented approximation
+
+
+@dataclass(frozen=True, slots=True)
+class Ranked:
+    """Document indices best first, each with its score (0–100, rounded as in /judge/listwise): the consensus, or
+    for a single document the judge's score (``pointwise``)."""
+
+    order: list[int]
+    consensus: dict[int, float]
+    detail: ListwiseResponse
+    pointwise: bool = False
+
+    def relevance(self, index: int) -> float:
+        """score / 100: equal scores, equal relevance."""
+        return round(self.consensus[index] / 100.0, 6)
+
+
+def check_count(services: Services, n: int, field: str) -> None:
+    """1 to max_candidates documents: 400 for none, 413 naming the limit for too many. Two or more must also be at
+    least PCFJ_MIN_CANDIDATES (422); one is judged pointwise."""
+    s = services.settings
+    if n == 0:
+        raise ApiError(400, "empty", f"`{field}` cannot be empty; send 1 to {s.max_candidates}")
+    if 1 < n < s.min_candidates:
+        detail = f"send 1, or at least {s.min_candidates} (got {n}): relevance is judged relative to the other {field}"
+        raise client_error(field, detail)
+    if n > s.max_candidates:
+        detail = (
+            f"{n} {field} > maximum allowed {s.max_candidates} per request (PCFJ_MAX_CANDIDATES): every {field[:-1]} "
+            f"is judged against all the others in one judgment; send at most {s.max_candidates}, e.g. the top "
+            f"{s.max_candidates} of a first-stage retriever"
+        )
+        raise ApiError(413, "too_many_documents", detail, field=field)
+
+
+def judge_model(services: Services, named: str | None, options: RerankOptions | None) -> str:
+    """``pcfjudge.model``, else ``model`` when it names one of our judges (provider:model with a provider of ours),
+    else the server's default; a judge of ours that cannot be served is a 422."""
+    explicit = options.model if options is not None else None
+    if explicit is None and named is not None and named.partition(":")[0] in KNOWN_PROVIDERS and ":" in named:
+        explicit = named
+    return resolve_model(services, explicit, None).string
+
+
+def document_text(document: str | dict[str, str], rank_fields: list[str] | None, index: int) -> str:
+    """A string as is; an object's rank_fields (default ``text``): the text, or ``field: value`` lines."""
+    if isinstance(document, str):
+        return document
+    fields = rank_fields or ["text"]
+    missing = [f for f in fields if f not in document]
+    if missing:
+        detail = f"has no field {missing[0]!r}; send it, or name the fields to judge in rank_fields"
+        raise client_error(f"documents.{index}", detail)
+    text = document["text"] if fields == ["text"] else "\n".join(f"{f}: {document[f]}" for f in fields)
+    if not text.strip():
+        raise client_error(f"documents.{index}", "must not be empty or only whitespace")
+    return text
+
+
+def cut(text: str, limit: int, keep_end: bool = False) -> str:
+    return text if len(text) <= limit else (text[-limit:] if keep_end else text[:limit])
+
+
+def build_task(
+    services: Services, query: str, texts: list[str], options: RerankOptions | None, model: str, field: str
+) -> ListwiseTask:
+    """A listwise task over the documents (ids "0", "1", …), validated with the listwise route's checks."""
+    check_count(services, len(texts), field)
+    check_texts(services, query, {f"{field}.{i}": text for i, text in enumerate(texts)})
+    opts = options or RerankOptions()
+    try:
+        weights = cons.resolve_weights(opts.weights)
+    except ValueError as exc:
+        raise client_error("pcfjudge.weights", str(exc)) from None
+    return ListwiseTask(
+        question=query,
+        ids=[str(i) for i in range(len(texts))],
+        texts=texts,
+        k=opts.k or services.settings.default_k,
+        weights=weights,
+        executions=opts.executions,
+        seed=opts.seed,
+        cache_mode=opts.cache,
+        model=model,
+        style=services.judge.style(opts.rationales, "rerank"),
+    )
+
+
+async def rerank(services: Services, request_id: str, task: ListwiseTask, include_runs: bool, endpoint: str) -> Ranked:
+    """Judge the task through ``services.judge``: the documents best first, with the full listwise detail."""
+    result = await judged(endpoint, services.judge.listwise(task))
+    record_listwise(result)
+    detail = to_response(result, request_id, include_runs, services)
+    services.metrics.cost(result.model, detail.usage.cost_usd)
+    if len(task.ids) == 1:  # pointwise, as a reward group of one: the judge's own score, clipped to 0–100
+        only = detail.candidates[0]
+        return Ranked([0], {0: min(100.0, max(0.0, only.mean_score))}, detail, pointwise=True)
+    consensus = {int(c.id): c.consensus for c in detail.candidates}
+    return Ranked(order=order_by_consensus(consensus), consensus=consensus, detail=detail)
+
+
+def order_by_consensus(consensus: dict[int, float]) -> list[int]:
+    """Document indices best first; equal consensus keeps the request order."""
+    return sorted(consensus, key=lambda i: (-consensus[i], i))

@@ -1,0 +1,234 @@
+"""Reward requests below their routes: samples (from /v1/reward or a framework adapter) grouped and checked into a
+``Plan``, then judged through ``services.rewards`` (which collects incomplete groups across requests) into one result
+per sample. A failed group gives its samples ``reward: null`` and an ``error``.
+
+Limits, checked before any work (every reward front door goes through ``check_samples`` and ``plan``):
+``PCFJ_MAX_SAMPLES_PER_REQUEST`` samples (413), ``PCFJ_MAX_REWARD_CALLS_PER_REQUEST`` backend calls for all the
+groups together (422; each group also within ``PCFJ_MAX_CALLS_PER_REQUEST``, retries included at run time), and
+``PCFJ_MAX_WAITING_MEMBERS_PER_KEY`` samples of one key waiting for their groups' other members (503).
+"""
+
+from __future__ import annotations
+
+import math
+import weakref
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from pcfjudge import context
+from pcfjudge.doors.checks import resolve_model
+from pcfjudge.engine import spend
+from pcfjudge.errors import ApiError, Refusal, client_error
+from pcfjudge.judging import permutations as perms
+from pcfjudge.reward.collector import note_of
+from pcfjudge.reward.rewards import GroupRequest, Rewards
+from pcfjudge.reward.scoring import Failure, GroupSpec, GroupUsage, GroupVerdict, MemberOutcome
+from pcfjudge.schemas.reward_schema import RewardMode, RewardOptions, RewardSampleResult, RewardUsage, SampleError
+from pcfjudge.services import Services
+
+RETRY_AFTER_S = 5  # a failed judgment's Retry-After when no backend named one
+
+
+@dataclass(frozen=True, slots=True)
+class Item:
+    """One sample as every front door hands it over."""
+
+    prompt: str
+    response: str
+    reference: str | None = None
+    group: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """A validated reward request: its groups, each sample's group, and how long incomplete groups wait."""
+
+    model: str
+    mode: RewardMode
+    size: int
+    wait_s: float
+    groups: list[GroupRequest]
+    where: list[int]  # sample index → group index
+    items: list[Item]
+
+
+@dataclass(frozen=True, slots=True)
+class Judged:
+    model: str
+    samples: list[RewardSampleResult]
+    usage: RewardUsage
+    failures: list[Failure]  # one per sample without a reward
+
+
+def check_samples(services: Services, n: int, field: str) -> None:
+    """At most PCFJ_MAX_SAMPLES_PER_REQUEST samples (413 naming the limit), checked before anything is done."""
+    limit = services.settings.max_samples_per_request
+    if n > limit:
+        detail = (
+            f"{field}: {n} samples > the limit of {limit} per request (PCFJ_MAX_SAMPLES_PER_REQUEST); send the batch "
+            "in several requests, whole groups in each"
+        )
+        raise ApiError(413, "too_many_samples", detail, field=field)
+
+
+def plan(services: Services, options: RewardOptions, items: Sequence[Item], field: str) -> Plan:
+    """Group and check the samples (422 naming the field for anything the service cannot do)."""
+    s = services.settings
+    check_samples(services, len(items), field)
+    size = options.group_size or s.reward_group_size
+    if size > s.max_candidates:
+        raise client_error("group_size", f"at most {s.max_candidates} (PCFJ_MAX_CANDIDATES); got {size}")
+    model = resolve_model(services, options.model, None).string
+    wait_ms = options.group_wait_ms if options.group_wait_ms is not None else s.reward_group_wait_ms
+    wait_ms = min(wait_ms, s.reward_max_wait_ms)  # the operator's cap on how long a request is held
+    k, tenant = options.k or s.default_k, context.key_name()
+    index: dict[tuple[str, str, str | None] | str, int] = {}
+    groups: list[GroupRequest] = []
+    where: list[int] = []
+    for i, item in enumerate(items):
+        _check_lengths(services, item, f"{field}.{i}")
+        reference = item.reference if item.reference and item.reference.strip() else None
+        key = item.group if item.group is not None else ("", item.prompt, reference)
+        if key not in index:
+            index[key] = len(groups)
+            groups.append(GroupRequest(GroupSpec(item.prompt, reference, model, k, tenant), item.group or "", []))
+        group = groups[index[key]]
+        if (group.spec.prompt, group.spec.reference) != (item.prompt, reference):
+            detail = f"group {item.group!r} already has another prompt or reference; a group's members share both"
+            raise client_error(f"{field}.{i}.group", detail)
+        group.texts.append(item.response)
+        where.append(index[key])
+    for group in groups:
+        distinct = len(set(group.texts))
+        if distinct > s.max_candidates:
+            where_ = f"group {group.label!r}" if group.label else "a prompt"
+            detail = f"{where_} has {distinct} distinct responses; at most {s.max_candidates} (PCFJ_MAX_CANDIDATES)"
+            raise client_error(field, detail)
+    calls = sum(planned_calls(g, size, k, s.max_candidates) for g in groups)
+    if calls > s.max_reward_calls_per_request:
+        detail = (
+            f"{field}: this request's {len(groups)} groups need up to {calls} backend calls; the limit is "
+            f"{s.max_reward_calls_per_request} per request (PCFJ_MAX_REWARD_CALLS_PER_REQUEST); send fewer groups "
+            "per request or lower k"
+        )
+        raise ApiError(422, "over_limit", detail, field=field)
+    return Plan(model, options.reward, size, wait_ms / 1000, groups, where, list(items))
+
+
+def planned_calls(group: GroupRequest, size: int, k: int, max_candidates: int) -> int:
+    """The most backend calls judging ``group`` can take: K per chunk of candidates (1 for a lone response); a group
+    that waits for other requests' members is counted at the size it waits for."""
+    distinct = len(set(group.texts))
+    members = max(distinct, size) if len(group.texts) < size else distinct
+    chunks = math.ceil(members / max_candidates)
+    return chunks * min(k, perms.max_k(math.ceil(members / chunks)))
+
+
+def _check_lengths(services: Services, item: Item, field: str) -> None:
+    s = services.settings
+    if len(item.prompt) > s.max_question_chars:
+        raise client_error(f"{field}.prompt", f"at most {s.max_question_chars} characters (got {len(item.prompt)})")
+    for name, text in (("response", item.response), ("reference", item.reference or "")):
+        if len(text) > s.max_candidate_chars:
+            raise client_error(f"{field}.{name}", f"at most {s.max_candidate_chars} characters (got {len(text)})")
+
+
+async def judge_plan(services: Services, plan: Plan) -> Judged:
+    """Judge (or collect) every group and shape one result per sample, in order."""
+    s = services.settings
+    allowance = spend.Meter(s.max_reward_calls_per_request, "PCFJ_MAX_REWARD_CALLS_PER_REQUEST", spend.current())
+    with _waiting(services, plan), spend.metering(allowance):
+        verdicts = await services.rewards.judge_groups(plan.groups, size=plan.size, wait_s=plan.wait_s)
+    samples, failures = [], []
+    for item, g in zip(plan.items, plan.where, strict=True):
+        outcome = verdicts[g].outcome(item.response)
+        assert outcome is not None  # Rewards judges any member a collected verdict lacks
+        result = sample_result(outcome, plan.mode, plan.groups[g].spec.reference is not None)
+        result.group_note = note_of(verdicts[g])
+        samples.append(result)
+        if outcome.failure is not None:
+            failures.append(outcome.failure)
+    return Judged(plan.model, samples, _usage(verdicts), failures)
+
+
+_WAITING: weakref.WeakKeyDictionary[Rewards, Counter[str]] = weakref.WeakKeyDictionary()
+"""Samples waiting for their groups' other members, per API key (tenant), per app's rewards."""
+
+
+@contextmanager
+def _waiting(services: Services, plan: Plan) -> Iterator[None]:
+    """Count this request's samples that wait for other requests' members against its key's
+    PCFJ_MAX_WAITING_MEMBERS_PER_KEY while they wait (503 with Retry-After past it)."""
+    collected = [g for g in plan.groups if len(g.texts) < plan.size]
+    n = sum(len(g.texts) for g in collected)
+    if n == 0:
+        yield
+        return
+    tenant = collected[0].spec.tenant
+    waiting = _WAITING.setdefault(services.rewards, Counter())
+    limit = services.settings.max_waiting_members_per_key
+    if waiting[tenant] + n > limit:
+        raise Refusal(
+            503,
+            "overloaded",
+            f"this API key has {waiting[tenant]} samples waiting for their groups' other members; at most {limit} "
+            "may wait (PCFJ_MAX_WAITING_MEMBERS_PER_KEY); retry once groups have filled",
+            retry_after=max(1.0, min(plan.wait_s, 30.0)),
+        )
+    waiting[tenant] += n
+    try:
+        yield
+    finally:
+        waiting[tenant] -= n
+        if waiting[tenant] <= 0:
+            del waiting[tenant]
+
+
+def sample_result(outcome: MemberOutcome, mode: RewardMode, reference: bool) -> RewardSampleResult:
+    failure = outcome.failure
+    return RewardSampleResult(
+        reward=outcome.reward(mode),
+        score=outcome.score,
+        consensus=outcome.consensus,
+        rank=outcome.rank,
+        winner=outcome.winner,
+        group_size=outcome.group_size,
+        candidates=outcome.candidates,
+        scoring=outcome.scoring,
+        reference=reference,
+        order_sensitive=outcome.order_sensitive,
+        k=outcome.k,
+        prompt_version=outcome.prompt_version,
+        error=SampleError(error=failure.kind, detail=failure.detail, retry_after=failure.retry_after)
+        if failure
+        else None,
+    )
+
+
+def _usage(verdicts: Sequence[GroupVerdict]) -> RewardUsage:
+    distinct = list({id(v): v for v in verdicts}.values())
+    total = sum((v.usage for v in distinct), GroupUsage())
+    return RewardUsage(
+        groups=len(distinct),
+        backend_calls=total.backend_calls,
+        cache_hits=total.cache_hits,
+        input_tokens=total.input_tokens,
+        output_tokens=total.output_tokens,
+        cached_tokens=total.cached_tokens,
+        cost_usd=total.cost_usd,
+    )
+
+
+def failure_error(failures: Sequence[Failure], *, status: int | None = None) -> ApiError:
+    """The error for samples that got no reward: the most common failure's kind and status (unless ``status``
+    forces one), with Retry-After whenever the answer is 503 or 429 or a backend named a wait."""
+    (code, kind), _ = Counter((f.status, f.kind) for f in failures).most_common(1)[0]
+    first = next(f for f in failures if (f.status, f.kind) == (code, kind))
+    code = status or code
+    waits = [f.retry_after for f in failures if f.retry_after is not None]
+    headers = {"Retry-After": str(max(1, round(max(waits) + 0.499)))} if waits else None
+    if headers is None and code in (429, 503):
+        headers = {"Retry-After": str(RETRY_AFTER_S)}
+    return ApiError(code, kind, first.detail, headers=headers)

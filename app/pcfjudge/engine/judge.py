@@ -1,0 +1,161 @@
+"""The one judging path: ``Judge`` owns the runner, decoding parameters, deadline and quorum of every judgment.
+
+HTTP routes, the eval harness, the benches and every other front door judge through a ``Judge`` (usually
+``services.judge``); none of them assembles those pieces itself. A caller that needs another runner (eval's
+replaying runner) or deadline takes a copy with ``judge.using(...)``.
+
+Its ``guard`` (see ``pcfjudge.security.guard``) checks every judgment before it spends: the model allowlist, the
+per-request call and token caps, and the calling key's call quota. The operator's own tools (eval) judge
+``unguarded()``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Literal, Protocol, TypeVar
+
+from pcfjudge import context
+from pcfjudge.backends.params import decoding_params
+from pcfjudge.backends.registry import Registry, ResolvedModel
+from pcfjudge.engine import spend
+from pcfjudge.engine.listwise_runs import ListwiseResult, ListwiseTask, RunPlan, judge_listwise, plan_runs
+from pcfjudge.engine.pairwise_passes import (
+    PairwiseResult,
+    PairwiseTask,
+    PassName,
+    PlannedPass,
+    judge_pairwise,
+    plan_passes,
+)
+from pcfjudge.engine.runner import CallRunner
+from pcfjudge.judging.prompts import PromptStyle
+from pcfjudge.security.guard import Guard
+from pcfjudge.settings import Settings
+from pcfjudge.types import DecodingParams, Usage
+
+
+class _Spent(Protocol):
+    backend_calls: int
+    cache_hits: int
+
+
+R = TypeVar("R", bound=_Spent)
+Door = Literal["listwise", "pairwise", "rerank", "reward"]
+RATIONALES_BY_DOOR: dict[Door, bool] = {"listwise": True, "pairwise": True, "rerank": False, "reward": False}
+
+
+def prompt_style(settings: Settings, rationales: bool | None, door: Door) -> PromptStyle:
+    """See ``Judge.style``; the eval harness asks it too, so its runs use the prompts the service would."""
+    if rationales is None:
+        rationales = settings.rationales
+    if rationales is None:
+        rationales = RATIONALES_BY_DOOR[door]
+    return PromptStyle(settings.prompts, rationales or settings.prompts == "v1")
+
+
+"""Whether a front door asks for rationales when neither the request nor PCFJ_RATIONALES says."""
+
+
+@dataclass(frozen=True, slots=True)
+class Judge:
+    """Judges tasks with the configured backends; ``timeout_s`` bounds all of one task's calls together."""
+
+    settings: Settings
+    registry: Registry
+    runner: CallRunner
+    timeout_s: float
+    guard: Guard | None = None
+
+    def using(self, *, runner: CallRunner | None = None, timeout_s: float | None = None) -> Judge:
+        """The same judge with another runner (e.g. one that wraps ``self.runner``) or deadline."""
+        return replace(self, runner=runner or self.runner, timeout_s=timeout_s or self.timeout_s)
+
+    def unguarded(self) -> Judge:
+        """The same judge without allowlist, caps or quotas (for the operator's own tools, e.g. eval)."""
+        return replace(self, guard=None)
+
+    def model(self, model: str | None) -> ResolvedModel:
+        """The backend for a provider:model string (None: the default); ``ModelError`` says how to fix a bad one."""
+        return self.registry.resolve(model)
+
+    def style(self, rationales: bool | None, door: Door) -> PromptStyle:
+        """The prompt style of a request at ``door``: the request's ``rationales``, else PCFJ_RATIONALES, else the
+        door's default; the family is PCFJ_PROMPTS (v1 always asks for rationales)."""
+        return prompt_style(self.settings, rationales, door)
+
+    def params(self, model: ResolvedModel) -> DecodingParams:
+        """Decoding parameters for the model's calls (the simulated judge ignores them but they key its cache)."""
+        return decoding_params(self.settings, model.provider)
+
+    def plan_listwise(self, task: ListwiseTask) -> RunPlan:
+        """The runs ``listwise(task)`` makes, with their cache keys, without making them."""
+        model = self.model(task.model)
+        return plan_runs(task, model.string, self.params(model))
+
+    def plan_pairwise(self, task: PairwiseTask) -> dict[PassName, PlannedPass]:
+        """The passes ``pairwise(task)`` can make, with their cache keys, without making them."""
+        model = self.model(task.model)
+        return plan_passes(task, model.string, self.params(model))
+
+    async def listwise(self, task: ListwiseTask) -> ListwiseResult:
+        """PCFJudge; raises ``JudgingFailed`` (502/503/504) below quorum, ``ModelError`` for a bad model and
+        ``Refusal`` when the guard or admission control declines."""
+        model = self.model(task.model)
+        params = self.params(model)
+        plan = plan_runs(task, model.string, params)
+        calls = len(plan.runs)
+        if task.budget is not None:
+            calls = task.budget.cap(calls)
+        deadline = asyncio.get_running_loop().time() + self.timeout_s
+        quorum, price = self.settings.quorum, self.settings.prices.get(model.string)
+        return await self._spend(
+            model.string,
+            calls,
+            [task.question, *task.texts],
+            "k",
+            lambda: judge_listwise(
+                task, model, self.runner, params, deadline=deadline, quorum=quorum, price=price, plan=plan
+            ),
+        )
+
+    async def pairwise(self, task: PairwiseTask) -> PairwiseResult:
+        """APOCJudge; raises ``JudgingFailed`` when both orders fail, ``ModelError`` for a bad model and
+        ``Refusal`` when the guard or admission control declines."""
+        model = self.model(task.model)
+        params = self.params(model)
+        calls = len(plan_passes(task, model.string, params))
+        deadline = asyncio.get_running_loop().time() + self.timeout_s
+        return await self._spend(
+            model.string,
+            calls,
+            [task.question, task.response_a, task.response_b],
+            "response_a",
+            lambda: judge_pairwise(task, model, self.runner, params, deadline=deadline),
+        )
+
+    async def _spend(
+        self, model: str, calls: int, texts: Sequence[str], field: str, judge: Callable[[], Awaitable[R]]
+    ) -> R:
+        """Check and charge the guard, judge, refund what the judgment did not spend, record it for the log."""
+        if self.guard is None:
+            result = await judge()
+        else:
+            self.guard.check_model(model)
+            self.guard.check_plan(calls, texts, field=field)
+            charge = await self.guard.charge(calls)
+            # Every attempt this judgment makes (retries included; not calls it shares with other requests) counts
+            # against PCFJ_MAX_CALLS_PER_REQUEST and the request's own allowance, and is what the quota is charged.
+            meter = spend.Meter(self.settings.max_calls_per_request, "PCFJ_MAX_CALLS_PER_REQUEST", spend.current())
+            try:
+                with spend.metering(meter):
+                    result = await judge()
+            finally:
+                await charge.settle(meter.made)
+        context.record(result.backend_calls, result.cache_hits)
+        return result
+
+    def cost_usd(self, model: str, usage: Usage) -> float | None:
+        """What ``usage`` cost at the configured price of ``model`` (PCFJ_PRICES); None when unpriced."""
+        return usage.cost_usd(self.settings.prices.get(model))

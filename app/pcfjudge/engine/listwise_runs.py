@@ -1,0 +1,288 @@
+"""PCFJudge for one item: plan the runs, fetch them (cache → backend), map back to ids, aggregate (Alg. 1).
+
+Sample indices: run r of execution e uses sample ``e * SAMPLE_STRIDE + r`` in repeated-canonical mode and
+``e * SAMPLE_STRIDE`` for permuted runs, so a direct call, run 0 of PCFJudge and run 0 of repeated canonical are
+the same cache entry, and executions never share entries (a run index is below ``MAX_K`` = ``SAMPLE_STRIDE``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Literal
+
+from pcfjudge.backends.base import JudgeCall
+from pcfjudge.backends.registry import ResolvedModel
+from pcfjudge.engine.failures import judging_failed
+from pcfjudge.engine.runner import CallOutcome, CallRunner, CallSpec
+from pcfjudge.judging import adaptive
+from pcfjudge.judging import consensus as cons
+from pcfjudge.judging import permutations as perms
+from pcfjudge.judging.keys import cache_key, item_hash
+from pcfjudge.judging.parse import ListwiseAnswer, load_json_object, validate_listwise
+from pcfjudge.judging.prompts import DEFAULT_STYLE, PromptStyle, listwise_version, new_nonce, render_listwise
+from pcfjudge.judging.types import RunJudgments, RunRecord
+from pcfjudge.judging.waves import Adaptive, Budget, Waves
+from pcfjudge.types import LABELS, SAMPLE_STRIDE, CacheMode, DecodingParams, Usage
+
+Mode = Literal["consensus", "direct", "repeated_canonical"]
+
+
+@dataclass(frozen=True, slots=True)
+class ListwiseTask:
+    question: str
+    ids: list[str]
+    texts: list[str]
+    k: int = 7
+    mode: Mode = "consensus"
+    weights: cons.Weights = cons.PRESETS["proposed"]
+    executions: int = 1
+    seed: int = 0
+    permutations: list[perms.Permutation] | None = None
+    oracle_best: str | None = None  # for sim:oracle: the id of the truly best candidate
+    cache_mode: CacheMode = "use"
+    model: str | None = None  # provider:model; None: the configured default
+    reference: str | None = None  # a gold answer: judged with the reference-aware prompt (listwise-ref-…)
+    auto: Adaptive | None = None  # "k": "auto": k is k_max, runs stop as ``auto.stop`` allows (judging/adaptive.py)
+    budget: Budget | None = None  # max_calls / max_cost_usd, spent in schedule order (judging/waves.py)
+    style: PromptStyle = DEFAULT_STYLE  # prompt family and rationales (front doors take it from ``Judge.style``)
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedRun:
+    """One backend call a task makes: execution, run index, displayed order (indices), sample, cache key."""
+
+    execution: int
+    index: int
+    order: perms.Permutation
+    sample: int
+    key: str
+
+
+@dataclass(frozen=True, slots=True)
+class RunPlan:
+    """Every run of a task, executions in order; ``orders`` are one execution's displayed orders."""
+
+    item: str
+    orders: list[perms.Permutation]
+    k_requested: int
+    runs: list[PlannedRun]
+
+
+@dataclass(slots=True)
+class ListwiseResult:
+    model: str
+    mode: Mode
+    k: int
+    k_requested: int
+    k_capped: bool
+    weights: cons.Weights
+    consensus: cons.Consensus
+    runs: list[RunRecord]
+    direct_winners: list[str] | None
+    agreement: float
+    order_sensitive: bool
+    usage: Usage
+    backend_calls: int
+    cache_hits: int
+    prompt_version: str = "listwise-v2"
+    quorum: int = 0
+    stopped: adaptive.Stopped | None = None  # why runs stopped early (adaptive K or a budget); None: all K made
+    degraded: bool = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.degraded = any(r.error for r in self.runs)
+
+
+def schedule(task: ListwiseTask) -> tuple[list[perms.Permutation], int]:
+    """The displayed orders of one execution and the K requested."""
+    n = len(task.ids)
+    if task.mode == "direct":
+        return [tuple(range(n))], 1
+    if task.mode == "repeated_canonical":
+        return [tuple(range(n))] * task.k, task.k
+    if task.permutations is not None:
+        return task.permutations, len(task.permutations)
+    return perms.schedule(n, task.k, task.seed), task.k
+
+
+def plan_runs(task: ListwiseTask, model: str, params: DecodingParams) -> RunPlan:
+    """The runs ``task`` makes with ``model`` (a resolved provider:model string) and decoding ``params``."""
+    orders, k_requested = schedule(task)
+    oracle = _oracle_index(task)
+    extra: dict[str, object] = {"oracle": oracle} if oracle is not None else {}
+    if task.reference is not None:
+        extra["reference"] = task.reference
+    item = item_hash(task.question, task.texts, extra or None)
+    version = listwise_version(task.reference, task.style)
+    runs = []
+    for execution in range(task.executions):
+        for index, order in enumerate(orders):
+            sample = execution * SAMPLE_STRIDE + (index if task.mode == "repeated_canonical" else 0)
+            key = cache_key(item, "listwise", order, model, sample, version, params)
+            runs.append(PlannedRun(execution, index, order, sample, key))
+    return RunPlan(item, orders, k_requested, runs)
+
+
+def required_ok(total: int, quorum: float | None) -> int:
+    """Successful runs needed: a strict majority by default, else ceil(quorum · total)."""
+    return total // 2 + 1 if quorum is None else max(1, math.ceil(quorum * total - 1e-9))
+
+
+async def judge_listwise(
+    task: ListwiseTask,
+    model: ResolvedModel,
+    runner: CallRunner,
+    params: DecodingParams,
+    *,
+    deadline: float,
+    quorum: float | None = None,
+    price: tuple[float, float] | None = None,
+    plan: RunPlan | None = None,
+) -> ListwiseResult:
+    """Judge one item (use ``Judge.listwise``, which supplies the rest); raises ``failures.JudgingFailed`` below quorum
+    and ``waves.BudgetError`` when ``task.budget`` cannot pay for a run (``price``: USD per million tokens in, out).
+    ``plan``: ``plan_runs`` of the same task, model and params, when the caller has it already."""
+    plan = plan or plan_runs(task, model.string, params)
+    planned = [RunRecord(r.execution, r.index, [task.ids[i] for i in r.order], r.sample) for r in plan.runs]
+    specs = _specs(task, plan, model, params)
+    # Only a priced call needs the prompt's size (a cost estimate before the first call); rendering one is not free.
+    call = specs[0].call if price is not None else None
+    waves = Waves(
+        task.ids,
+        task.executions,
+        len(plan.orders),
+        task.weights,
+        auto=task.auto,
+        budget=task.budget,
+        price=price,
+        prompt_chars=len(call.system) + len(call.user) if call is not None else 0,
+        max_output_tokens=params.max_output_tokens,
+    )
+    records, outcomes = await _run_waves(task, waves, len(plan.orders), specs, planned, runner, model, deadline)
+    ok = sum(1 for r in records if r.result is not None)
+    needed = required_ok(len(records), quorum)
+    if ok < needed:
+        failed = [o for o in outcomes if o.answer is None]
+        kinds = Counter(o.error or "error" for o in failed)
+        summary = ", ".join(f"{count}× {k}" for k, count in kinds.most_common())
+        detail = f"only {ok} of {len(records)} judge runs succeeded (need {needed}); failures: {summary}"
+        raise judging_failed(failed, detail, records)
+    return _result(task, model.string, plan, records, outcomes, needed, waves.stopped)
+
+
+async def _run_waves(
+    task: ListwiseTask,
+    waves: Waves,
+    per_execution: int,
+    specs: list[CallSpec],
+    planned: list[RunRecord],
+    runner: CallRunner,
+    model: ResolvedModel,
+    deadline: float,
+) -> tuple[list[RunRecord], list[CallOutcome]]:
+    """Make the runs ``waves`` hands out, one ``runner.run`` per wave; the runs made (plan order) and outcomes."""
+    labels = LABELS[: len(task.ids)]
+    made: dict[int, CallOutcome] = {}
+    while wave := waves.next():
+        at = [execution * per_execution + index for execution, index in wave]
+        outcomes = await runner.run([specs[j] for j in at], model, deadline=deadline, cache_mode=task.cache_mode)
+        for position, j, outcome in zip(wave, at, outcomes, strict=True):
+            _fill(planned[j], outcome, labels, task.ids)
+            waves.record(position, planned[j].result, call=not outcome.cached, usage=outcome.usage)
+            made[j] = outcome
+    return [planned[j] for j in sorted(made)], [made[j] for j in sorted(made)]
+
+
+def _oracle_index(task: ListwiseTask) -> int | None:
+    return task.ids.index(task.oracle_best) if task.oracle_best is not None else None
+
+
+def _specs(task: ListwiseTask, plan: RunPlan, model: ResolvedModel, params: DecodingParams) -> list[CallSpec]:
+    """The calls of the plan, each prompt rendered for its displayed order (one framing nonce per request) when the
+    runner first needs it: a run answered from the cache renders no prompt."""
+    nonce = new_nonce()
+    oracle = _oracle_index(task)
+    decode = partial(validate_listwise, labels=tuple(LABELS[: len(task.ids)]))
+    version = listwise_version(task.reference, task.style)
+    return [
+        CallSpec(
+            run.key, partial(_call, task, run, nonce, oracle, model.name, params), load_json_object, version, decode
+        )
+        for run in plan.runs
+    ]
+
+
+def _call(
+    task: ListwiseTask, run: PlannedRun, nonce: str, oracle: int | None, model: str, params: DecodingParams
+) -> JudgeCall:
+    """The backend call of one run: the prompt rendered for its displayed order."""
+    displayed = tuple(task.texts[i] for i in run.order)
+    prompt = render_listwise(task.question, displayed, nonce, task.reference, task.style)
+    return JudgeCall(
+        kind="listwise",
+        model=model,
+        system=prompt.system,
+        prefix=prompt.prefix,
+        body=prompt.body,
+        schema_name=prompt.schema_name,
+        schema=prompt.schema,
+        question=task.question,
+        displayed=displayed,
+        sample=run.sample,
+        params=params,
+        oracle_position=run.order.index(oracle) if oracle is not None else None,
+        reference=task.reference,
+    )
+
+
+def _result(
+    task: ListwiseTask,
+    model: str,
+    plan: RunPlan,
+    records: list[RunRecord],
+    outcomes: list[CallOutcome],
+    quorum: int,
+    stopped: adaptive.Stopped | None = None,
+) -> ListwiseResult:
+    ok = [r.result for r in records if r.result is not None]
+    by_exec = [[r.result for r in records if r.execution == e and r.result is not None] for e in range(task.executions)]
+    consensus = cons.aggregate(task.ids, by_exec, task.weights)
+    tops = [cons.top_set(r) for r in ok]
+    winners = set(consensus.winners)
+    first = records[0].result
+    return ListwiseResult(
+        model=model,
+        mode=task.mode,
+        k=max(Counter(r.execution for r in records).values()),
+        k_requested=plan.k_requested,
+        k_capped=task.mode == "consensus" and task.permutations is None and len(plan.orders) < task.k,
+        weights=task.weights,
+        consensus=consensus,
+        runs=records,
+        direct_winners=cons.top_set(first) if first is not None else None,
+        agreement=sum(1 for t in tops if winners.intersection(t)) / len(tops),
+        order_sensitive=len({frozenset(t) for t in tops}) > 1,
+        usage=sum((r.usage for r in records), Usage()),
+        backend_calls=sum(1 for o in outcomes if not o.cached),
+        cache_hits=sum(1 for o in outcomes if o.cached),
+        prompt_version=listwise_version(task.reference, task.style),
+        quorum=quorum,
+        stopped=stopped,
+    )
+
+
+def _fill(record: RunRecord, outcome: CallOutcome, labels: str, ids: list[str]) -> None:
+    record.cached, record.latency_ms, record.usage = outcome.cached, outcome.latency_ms, outcome.usage
+    if outcome.answer is None:
+        record.error = outcome.error_text
+        return
+    parsed = outcome.parsed
+    if not isinstance(parsed, ListwiseAnswer):  # a runner that does not decode (e.g. eval's replayed answers)
+        parsed = validate_listwise(outcome.answer, tuple(labels))
+    # Present judgments in the input order of candidate ids (``record.order``: the ids by displayed position).
+    position = {cid: p for p, cid in enumerate(record.order)}
+    judgments = {cid: parsed.judgments[position[cid]] for cid in ids}
+    record.result = RunJudgments(judgments, parsed.rank_source, cons.tops_of(judgments))

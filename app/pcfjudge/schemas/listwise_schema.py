@@ -1,0 +1,172 @@
+"""/judge/listwise's request and response (contract v1: field names are fixed, fields may be added)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    StrictInt,
+    Tag,
+    field_validator,
+)
+
+from pcfjudge.schemas.common import MAX_CANDIDATES, RunTokens, Strict, Text, UsageOut
+from pcfjudge.types import MAX_K
+
+
+class CandidateIn(Strict):
+    id: str = Field(
+        min_length=1, max_length=200, description="Client id, returned in every field that names a candidate."
+    )
+    text: Text = Field(description="The candidate answer (untrusted text).")
+
+
+class ListwiseRequest(Strict):
+    question: Text = Field(description="The prompt the candidates answer.")
+    candidates: list[
+        Annotated[
+            Annotated[CandidateIn, Tag("object")] | Annotated[Text, Tag("string")],
+            Discriminator(lambda v: "string" if isinstance(v, str) else "object"),
+        ]
+    ] = Field(
+        description='Candidate answers: {"id", "text"} objects or plain strings (which get ids "0", "1", …); '
+        f"2 to PCFJ_MAX_CANDIDATES (default {MAX_CANDIDATES}).",
+        json_schema_extra={"minItems": 2, "maxItems": MAX_CANDIDATES},
+    )
+    k: Annotated[StrictInt, Field(ge=1, le=MAX_K)] | Literal["auto"] | None = Field(
+        default=None,
+        description='Permutations (runs) per execution (default 7), or "auto": run k_min, then stop as soon as `stop` '
+        "allows, at most k_max (adaptive K).",
+    )
+    k_min: StrictInt = Field(
+        default=3, ge=1, le=MAX_K, description='With k "auto": runs per execution before any stop.'
+    )
+    k_max: StrictInt | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_K,
+        description='With k "auto": the most runs per execution (default: the default k, 7).',
+    )
+    stop: Literal["certified", "confident"] = Field(
+        default="certified",
+        description='With k "auto": certified stops only when no outcome of the runs left could change the winners '
+        "(same winners as k = k_max); confident also stops when the runs agree on the top set by a clear margin.",
+    )
+    max_calls: StrictInt | None = Field(
+        default=None,
+        ge=1,
+        description="Budget: at most this many backend calls (cache hits are free), in schedule order.",
+    )
+    max_cost_usd: float | None = Field(
+        default=None,
+        gt=0,
+        allow_inf_nan=False,
+        description="Budget in USD at PCFJ_PRICES (the model must be priced), spent in schedule order.",
+    )
+    mode: Literal["consensus", "direct", "repeated_canonical"] = "consensus"
+    weights: str | dict[str, float] = Field(
+        default="proposed",
+        description="A preset (proposed, uniform, score_only, rank_only, top_vote_only, no_uncertainty, score_rank, "
+        "score_top) or {score, borda, top_vote, uncertainty}: non-negative, summing to 1.",
+    )
+    executions: int = Field(default=1, ge=1, le=5, description="Independent executions; consensus is averaged.")
+    model: str | None = Field(default=None, description="provider:model, e.g. sim:default or openai:gpt-5.4.")
+    seed: int = Field(default=0, ge=0, description="Selects the (deterministic) permutation schedule.")
+    include_runs: bool = True
+    rationales: bool | None = Field(
+        default=None,
+        description="Ask the judge for rationales (null: the server's default, PCFJ_RATIONALES; on for listwise). False saves "
+        "output tokens and seconds per call.",
+    )
+    permutations: list[list[int]] | None = Field(
+        default=None,
+        description="Explicit displayed orders (indices into candidates) instead of the schedule.",
+    )
+    cache: Literal["use", "refresh", "bypass"] = "use"
+    oracle_best: str | None = Field(
+        default=None, description="sim:oracle only: the id of the truly best candidate (for simulations)."
+    )
+
+    @field_validator("k", mode="before")
+    @classmethod
+    def _k_is_a_count_or_auto(cls, value: Any) -> Any:
+        """One clear message for every bad k (rather than one per member of the union)."""
+        if value is None or value == "auto" or (type(value) is int and 1 <= value <= MAX_K):
+            return value
+        if type(value) is int:
+            bound = "greater than or equal to 1" if value < 1 else f"less than or equal to {MAX_K}"
+            raise ValueError(f'must be {bound} (or "auto"; got {value})')
+        raise ValueError(f'must be an integer from 1 to {MAX_K} or "auto" (got {value!r})')
+
+
+class CandidateOut(BaseModel):
+    id: str
+    consensus: float
+    mean_score: float
+    borda: float
+    top_vote: float
+    uncertainty: float
+    major_error: float
+    hallucinated_specificity: float
+
+
+class JudgmentOut(BaseModel):
+    model_config = ConfigDict(from_attributes=True)  # built from the core's ``CandidateJudgment``
+
+    score: float
+    rank: float
+    major_error: bool
+    hallucinated_specificity: bool
+    calibrated_uncertainty: bool
+    rationale: str
+
+
+class RunOut(RunTokens):
+    execution: int
+    index: int
+    order: list[str]
+    sample: int
+    rank_source: Literal["judge", "scores"] | None
+    judgments: dict[str, JudgmentOut] | None
+    top_set: list[str] | None
+    cached: bool
+    latency_ms: float
+    error: str | None
+
+
+class Diagnostics(BaseModel):
+    runs_ok: int
+    runs_failed: int
+    quorum: int
+    agreement: float
+    direct_winners: list[str] | None
+    order_sensitive: bool
+    k_requested: int
+    k_capped: bool
+    runs_made: int = Field(description="Runs made (successful or failed) over all executions.")
+    stopped: Literal["certified", "confident", "k_max", "budget"] | None = Field(
+        default=None,
+        description='Why runs stopped: with k "auto" certified, confident or k_max; budget when max_calls or '
+        "max_cost_usd ended the request early; null when a fixed k made every run.",
+    )
+
+
+class ListwiseResponse(BaseModel):
+    request_id: str
+    model: str
+    prompt_version: str
+    mode: str
+    k: int
+    executions: int
+    weights: dict[str, float]
+    winners: list[str]
+    ranking: list[str]
+    candidates: list[CandidateOut]
+    runs: list[RunOut] | None
+    diagnostics: Diagnostics
+    usage: UsageOut
+    degraded: bool

@@ -1,0 +1,200 @@
+"""Prometheus metrics: service health, backend calls, cache, and the judge's own order bias.
+
+Defined once at module level with bounded labels: route templates (never raw paths), provider, a model label taken
+from configuration (any other model is "other"), outcome. Under ``pcfjudge serve --workers N`` the CLI prepares
+``PROMETHEUS_MULTIPROC_DIR`` before any worker starts; ``render()`` then aggregates every worker's files, and each
+worker's start removes the files of workers that have died.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    disable_created_metrics,
+    generate_latest,
+    multiprocess,
+)
+
+from pcfjudge._version import __version__
+
+if TYPE_CHECKING:
+    from pcfjudge.backends.registry import ResolvedModel
+    from pcfjudge.types import Usage
+
+disable_created_metrics()  # type: ignore[no-untyped-call]  # no *_created series: less noise for dashboards
+CONTENT_TYPE = CONTENT_TYPE_LATEST
+LLM_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300)
+SHARE_BUCKETS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
+MARGIN_BUCKETS = (0.5, 1, 2, 5, 10, 20, 40, 100)
+
+REQUESTS = Counter("pcfjudge_requests_total", "HTTP requests by route template and status", ["endpoint", "status"])
+REQUEST_SECONDS = Histogram(
+    "pcfjudge_request_duration_seconds", "HTTP request latency", ["endpoint"], buckets=LLM_BUCKETS
+)
+KEY_REQUESTS = Counter(
+    "pcfjudge_requests_by_key_total",
+    "HTTP requests by API key name (anonymous without keys) and status class",
+    ["key", "code"],
+)
+IN_FLIGHT = Gauge(
+    "pcfjudge_requests_in_flight", "HTTP requests being served", ["endpoint"], multiprocess_mode="livesum"
+)
+BACKEND_CALLS = Counter("pcfjudge_backend_calls_total", "Backend calls by outcome", ["provider", "model", "outcome"])
+BACKEND_SECONDS = Histogram(
+    "pcfjudge_backend_call_duration_seconds", "Backend call latency", ["provider", "model"], buckets=LLM_BUCKETS
+)
+RETRIES = Counter("pcfjudge_backend_retries_total", "Backend call retries by reason", ["provider", "model", "reason"])
+TOKENS = Counter("pcfjudge_tokens_total", "Tokens used by kind (input, output, cached)", ["provider", "model", "kind"])
+COST = Counter("pcfjudge_cost_usd_total", "Spend in USD from the configured price table", ["provider", "model"])
+CACHE_LOOKUPS = Counter("pcfjudge_cache_lookups_total", "Cache lookups by layer and result", ["layer", "result"])
+SINGLE_FLIGHT = Counter("pcfjudge_single_flight_waits_total", "Calls that waited for an identical call in flight")
+BREAKER = Gauge(
+    "pcfjudge_cache_breaker_open",
+    "Redis circuit breaker: 0 closed, 0.5 half open, 1 open",
+    multiprocess_mode="max",
+)
+TOP_PICKS = Counter(
+    "pcfjudge_top_pick_position_total",
+    "Runs' top picks by displayed position (0 = shown first); an unbiased judge is flat across positions",
+    ["endpoint", "position"],
+)
+DECISIONS = Counter("pcfjudge_decisions_total", "Judging decisions by endpoint and mode", ["endpoint", "mode"])
+OVERTURNS = Counter(
+    "pcfjudge_consensus_overturns_total",
+    "Decisions whose consensus winner differs from the direct verdict",
+    ["endpoint"],
+)
+AGREEMENT = Histogram(
+    "pcfjudge_run_agreement", "Share of runs whose top pick is a consensus winner", buckets=SHARE_BUCKETS
+)
+MARGIN = Histogram("pcfjudge_consensus_margin", "Consensus points between winner and runner-up", buckets=MARGIN_BUCKETS)
+STOPS = Counter(
+    "pcfjudge_listwise_stops_total",
+    'Listwise requests with "k": "auto" or a budget, by why their runs stopped (certified, confident, k_max, budget)',
+    ["reason"],
+)
+PAIR_INCONSISTENT = Counter(
+    "pcfjudge_pairwise_order_inconsistent_total", "Pairwise decisions whose two orders disagreed"
+)
+KEYED = Counter(
+    "pcfjudge_keyed_passes_total", "Keyed passes by outcome (run, skipped_estimation, skipped_disabled)", ["outcome"]
+)
+OVERRIDES = Counter("pcfjudge_pairwise_overrides_total", "Order-based overrides accepted after keyed confirmation")
+FAILED = Counter("pcfjudge_failed_requests_total", "Judging requests that failed (5xx)", ["endpoint", "reason"])
+DEGRADED = Counter("pcfjudge_degraded_requests_total", "Judging requests answered with failed runs", ["endpoint"])
+REWARD_GROUPS = Counter(
+    "pcfjudge_reward_groups_total",
+    "Collected reward groups by how they closed (full, timeout, takeover) or fell back to in-process (fallback)",
+    ["closed"],
+)
+BUILD = Gauge(
+    "pcfjudge_build_info",
+    "Build and prompt versions",
+    ["version", "listwise_prompt", "pairwise_prompt", "keyed_prompt"],
+    multiprocess_mode="max",
+)
+
+_BREAKER_VALUES = {"closed": 0.0, "half_open": 0.5, "open": 1.0}
+M = TypeVar("M", Counter, Gauge, Histogram)
+_CHILDREN: dict[tuple[Any, tuple[str, ...]], Any] = {}
+
+
+def child(metric: M, *labels: str) -> M:
+    """``metric.labels(*labels)``, looked up in prometheus_client once per label set (its lookup validates the labels
+    and takes a lock: several times the cost of the update itself). Label sets are bounded (module docstring)."""
+    key = (metric, labels)
+    found: M | None = _CHILDREN.get(key)
+    if found is None:
+        found = _CHILDREN[key] = metric.labels(*labels)
+    return found
+
+
+class Metrics:
+    """The Observer the judging layer reports to, plus recording helpers for routes."""
+
+    def __init__(self, known_models: Iterable[str] = ()) -> None:
+        self.known_models = set(known_models)
+
+    def model_label(self, model: str) -> str:
+        return model if model in self.known_models else "other"
+
+    # Observer protocol (app/observe.py)
+    def backend_call(self, model: ResolvedModel, outcome: str, seconds: float, usage: Usage | None) -> None:
+        label = self.model_label(model.string)
+        child(BACKEND_CALLS, model.provider, label, outcome).inc()
+        child(BACKEND_SECONDS, model.provider, label).observe(seconds)
+        if usage is not None:
+            for kind, value in (
+                ("input", usage.input_tokens),
+                ("output", usage.output_tokens),
+                ("cached", usage.cached_tokens),
+            ):
+                if value:
+                    child(TOKENS, model.provider, label, kind).inc(value)
+
+    def retry(self, model: ResolvedModel, kind: str) -> None:
+        child(RETRIES, model.provider, self.model_label(model.string), kind).inc()
+
+    def single_flight_wait(self) -> None:
+        SINGLE_FLIGHT.inc()
+
+    def cache_lookup(self, layer: str, result: str, n: int) -> None:
+        if n:
+            child(CACHE_LOOKUPS, layer, result).inc(n)
+
+    def cache_breaker(self, state: str) -> None:
+        BREAKER.set(_BREAKER_VALUES.get(state, 1.0))
+
+    # Route-level recording
+    def cost(self, model: str, usd: float | None) -> None:
+        """Add a request's cost to its provider's and model's counter (``model`` is a provider:model string)."""
+        if usd:
+            child(COST, model.partition(":")[0], self.model_label(model)).inc(usd)
+
+
+def build_info(listwise: str, pairwise: str, keyed: str) -> None:
+    BUILD.labels(__version__, listwise, pairwise, keyed).set(1)
+
+
+def multiprocess_dir() -> Path | None:
+    value = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+    return Path(value) if value else None
+
+
+def clean_dead_workers() -> None:
+    """Remove live-gauge files of worker processes that no longer exist (called at each worker start)."""
+    directory = multiprocess_dir()
+    if directory is None:
+        return
+    for child in directory.glob("*.db"):
+        pid_text = child.stem.rsplit("_", 1)[-1]
+        if pid_text.isdigit() and not _alive(int(pid_text)):
+            multiprocess.mark_process_dead(int(pid_text), str(directory))  # type: ignore[no-untyped-call]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def render() -> bytes:
+    """The exposition text: this process's registry, or every worker's files in multiprocess mode."""
+    if multiprocess_dir() is not None:
+        registry = CollectorRegistry()
+        multiprocess.MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
+        return generate_latest(registry)
+    return generate_latest()
