@@ -15,7 +15,10 @@ if TYPE_CHECKING:
     from pcfjudge.schemas.listwise_schema import ListwiseRequest, ListwiseResponse
     from pcfjudge.schemas.pairwise_schema import PairwiseRequest, PairwiseResponse
 
+from pcfjudge import _moved
 from pcfjudge._version import __version__
+
+_moved.install()  # the modules that moved in 0.2 keep their old names for one release, with a DeprecationWarning
 
 # Where each public name lives, imported on first use: ``import pcfjudge.integrations.trl`` (httpx and the standard
 # library only, for a trainer process) must not load pydantic by way of this package's __init__.

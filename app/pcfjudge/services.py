@@ -6,14 +6,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pcfjudge.backends.registry import Registry
-from pcfjudge.cache.base import Cache
 from pcfjudge.cache.build import build_cache
+from pcfjudge.cache.interface import Cache
 from pcfjudge.cache.redis_cache import RedisCache
 from pcfjudge.engine.judge import Judge
 from pcfjudge.engine.runner import Runner
 from pcfjudge.reward.rewards import Rewards
+from pcfjudge.security.api_keys import KeyRing
 from pcfjudge.security.guard import Guard
-from pcfjudge.security.keys import KeyRing
 from pcfjudge.security.limiter import Limiter, MemoryLimiter, RedisLimiter
 from pcfjudge.settings import Settings
 from pcfjudge.telemetry.metrics import Metrics

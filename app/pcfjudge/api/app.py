@@ -8,7 +8,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from pcfjudge._version import __version__
-from pcfjudge.api import errors
+from pcfjudge.api import error_handlers
 from pcfjudge.api.middleware.auth import AuthMiddleware
 from pcfjudge.api.middleware.body import BodyMiddleware
 from pcfjudge.api.middleware.request import RequestMiddleware
@@ -52,7 +52,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         docs_url=None,  # /docs and /redoc come from playground.install, with packaged assets (no CDN)
         redoc_url=None,
     )
-    errors.install(app)
+    error_handlers.install(app)
     app.include_router(listwise_routes.router)
     app.include_router(pairwise_routes.router)
     app.include_router(health_routes.router)

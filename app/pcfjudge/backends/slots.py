@@ -14,7 +14,7 @@ first request and learns from failures, not only from successes:
   their latency and pulls the mean up (never down).
 
 **Admission.** ``reserve(n, remaining_s)`` admits ``n`` new calls (one per call task the runner starts; released
-exactly once when that task ends) or raises ``Refusal`` (503 ``overloaded`` with Retry-After) at once when
+exactly once when that task ends) or raises ``Saturated`` (a backend error: ``overloaded``, with the time to drain) at once when
 
 * the queue would overflow, or
 * the calls could not finish in the request's time left, with 10% to spare: with ``c`` calls already admitted they
@@ -37,13 +37,20 @@ import math
 from collections import deque
 
 from pcfjudge.backends.base import BackendError, BackendTimeout
-from pcfjudge.errors import Refusal
 
 EWMA_WEIGHT = 0.2  # weight of the newest measured call in the latency mean
 CENSORED_WEIGHT = 0.5  # weight of a call that ended without an answer after longer than the mean
 SPARE = 0.1  # admission and shedding keep this share of a request's time left to spare
 TICK_S = 0.1  # how often waiting calls are checked against their deadlines (sooner when one is about to be hopeless)
 MIN_TICK_S = 0.005
+
+
+class Saturated(BackendError):
+    """Admission control will not take a request's calls (the queue is full, or they could not finish in time);
+    ``retry_after`` is the time the calls ahead need to drain. The runner declines the request with it."""
+
+    kind = "overloaded"
+    status = 503
 
 
 class Shed(BackendError):
@@ -75,15 +82,13 @@ class Slots:
     # ── admission ────────────────────────────────────────────────────────────────────────────────────────────
 
     def reserve(self, n: int, remaining_s: float) -> None:
-        """Admit ``n`` new calls (``release(n)`` when they end) or raise a 503 ``Refusal`` naming why."""
+        """Admit ``n`` new calls (``release(n)`` when they end) or raise ``Saturated`` naming why."""
         if n <= 0:
             return
         # With nothing ahead, an overflow could never be cured by retrying: only the deadline can refuse then.
         if self.reserved > 0 and self.reserved + n > self.size + self.max_queued:
             waiting = max(0, self.reserved - self.size)
-            raise Refusal(
-                503,
-                "overloaded",
+            raise Saturated(
                 f"the judge backend is saturated ({self.reserved} calls admitted, {waiting} waiting; at most "
                 f"{self.size} run and {self.max_queued} wait); retry later",
                 retry_after=self.drain_s(),
@@ -91,9 +96,7 @@ class Slots:
         probe = self.reserved == 0 and n <= self.size
         expected = self.expected_s(n)
         if not probe and expected is not None and expected > remaining_s * (1 - SPARE):
-            raise Refusal(
-                503,
-                "overloaded",
+            raise Saturated(
                 f"the calls ahead would take about {expected:.1f}s, more than this request's remaining "
                 f"{remaining_s:.1f}s allows; retry later",
                 retry_after=self.drain_s(),

@@ -57,10 +57,10 @@ def read_requests(path: Path, services: Services, model: str | None) -> list[Ite
         try:
             if "response_a" in data:
                 pair = PairwiseRequest.model_validate(data)
-                items.append(Item(number, "pairwise", pair, pairwise_task(pair, services)))
+                items.append(Item(number, "pairwise", pair, pairwise_task(pair, services.settings, services.judge)))
             else:
                 body = ListwiseRequest.model_validate(data)
-                items.append(Item(number, "listwise", body, listwise_task(body, services)))
+                items.append(Item(number, "listwise", body, listwise_task(body, services.settings, services.judge)))
         except ValidationError as exc:
             first = exc.errors()[0]
             field = ".".join(str(p) for p in first["loc"]) or "request"
@@ -94,12 +94,10 @@ async def responses(judge: Judge, items: list[Item], services: Services) -> list
         try:
             if isinstance(item.task, ListwiseTask) and isinstance(item.body, ListwiseRequest):
                 result = await judge.listwise(item.task)
-                response = listwise_response(result, request_id, item.body.include_runs, services).model_dump(
-                    mode="json"
-                )
+                response = listwise_response(result, request_id, item.body.include_runs).model_dump(mode="json")
             elif isinstance(item.task, PairwiseTask) and isinstance(item.body, PairwiseRequest):
                 pair = await judge.pairwise(item.task)
-                response = pairwise_response(pair, request_id, item.body.include_runs, services).model_dump(mode="json")
+                response = pairwise_response(pair, request_id, item.body.include_runs).model_dump(mode="json")
             else:  # read_requests pairs each body with its own kind of task
                 raise AssertionError("request and task kinds differ")
         except JudgingFailed as exc:

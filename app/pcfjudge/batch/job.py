@@ -26,15 +26,15 @@ from typing import Any, TextIO
 from pcfjudge.backends.base import Completion
 from pcfjudge.backends.registry import ModelError, ResolvedModel
 from pcfjudge.backends.sdkerrors import scrub
+from pcfjudge.batch.ask import confirm
 from pcfjudge.batch.ids import custom_id
 from pcfjudge.batch.probe import Missing, Probe
 from pcfjudge.batch.providers import BatchAPI, Failure, Result, build_api
 from pcfjudge.batch.store import RESULTS, STATE, BatchState, Results, Submission, Via
-from pcfjudge.cache.base import PARSED
+from pcfjudge.cache.interface import PARSED
 from pcfjudge.engine.judge import Judge
 from pcfjudge.judging.parse import OutputError
 from pcfjudge.services import Services
-from pcfjudge.tooling.eval.progress import confirm
 from pcfjudge.types import Usage, usd
 
 Drive = Callable[[Judge], Awaitable[None]]

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from pcfjudge.backends.registry import ResolvedModel
 from pcfjudge.batch.store import Results
-from pcfjudge.cache.base import CacheValue
+from pcfjudge.cache.interface import CacheValue
 from pcfjudge.engine.calls import CallOutcome, CallSpec, from_cache
 from pcfjudge.engine.runner import CallCache
 from pcfjudge.types import CacheMode

@@ -3,7 +3,7 @@ kept apart per API key with ``PCFJ_CACHE_PER_KEY`` (``cache.per_key``)."""
 
 from __future__ import annotations
 
-from pcfjudge.cache.base import Cache
+from pcfjudge.cache.interface import Cache
 from pcfjudge.cache.memory import MemoryCache
 from pcfjudge.settings import Settings
 from pcfjudge.telemetry.hooks import NOOP, Observer

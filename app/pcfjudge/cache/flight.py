@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from pcfjudge.cache.base import CacheValue
+from pcfjudge.cache.interface import CacheValue
 
 
 class Lease(Protocol):

@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from pcfjudge.cache.base import CacheValue
 from pcfjudge.cache.flight import Claim
+from pcfjudge.cache.interface import CacheValue
 from pcfjudge.cache.memory import MemoryCache
 from pcfjudge.cache.redis_cache import RedisCache
 

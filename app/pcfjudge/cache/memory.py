@@ -7,7 +7,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from pcfjudge.cache.base import CacheValue, LayerStats
+from pcfjudge.cache.interface import CacheValue, LayerStats
 from pcfjudge.telemetry.hooks import NOOP, Observer
 
 __all__ = ["CacheValue", "MemoryCache"]

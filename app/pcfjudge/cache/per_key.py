@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from pcfjudge import context
-from pcfjudge.cache.base import Cache, CacheValue
 from pcfjudge.cache.flight import Claim, SharedFlight
+from pcfjudge.cache.interface import Cache, CacheValue
 
 
 class PerKeyCache:

@@ -27,9 +27,9 @@ from typing import Any, TypeVar
 
 from redis.exceptions import RedisError
 
-from pcfjudge.cache.base import PARSED, CacheValue, LayerStats
 from pcfjudge.cache.breaker import BreakerState, CircuitBreaker
 from pcfjudge.cache.flight import Claim
+from pcfjudge.cache.interface import PARSED, CacheValue, LayerStats
 from pcfjudge.cache.redis_client import RedisClient, close
 from pcfjudge.telemetry.hooks import NOOP, Observer
 

@@ -125,12 +125,12 @@ async def in_process() -> AsyncIterator[JudgeFn]:
 
     async def judge(body: ListwiseRequest) -> ListwiseResponse:
         try:
-            result = await services.judge.listwise(build_task(body, services))
+            result = await services.judge.listwise(build_task(body, services.settings, services.judge))
         except ApiError as exc:
             raise ItemError(exc.detail) from None
         except JudgingFailed as exc:
             raise ItemError(f"{exc.kind}: {exc.detail}") from None
-        return to_response(result, uuid.uuid4().hex, body.include_runs, services)
+        return to_response(result, uuid.uuid4().hex, body.include_runs)
 
     try:
         yield judge

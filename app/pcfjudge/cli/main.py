@@ -3,67 +3,16 @@
 from __future__ import annotations
 
 import argparse
-import os
-import signal
 import sys
-import tempfile
 from collections.abc import Callable, Sequence
 
 Command = Callable[[argparse.Namespace], int]
 
 
-def _drained(signum: int, frame: object) -> None:
-    """uvicorn re-raises SIGTERM once its graceful shutdown is over: a drained stop is a clean exit."""
-    raise SystemExit(0)
-
-
 def _serve(args: argparse.Namespace) -> int:
-    from pcfjudge.settings import Settings
+    from pcfjudge.cli.serve_command import serve
 
-    settings = Settings()
-    workers: int = args.workers if args.workers is not None else settings.workers
-    if workers > 1 or os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
-        # Metrics from every worker: prometheus_client's multiprocess mode needs its directory set (and emptied)
-        # before any worker imports it. Workers inherit the variable.
-        from pathlib import Path
-
-        directory = Path(os.environ.get("PROMETHEUS_MULTIPROC_DIR") or tempfile.mkdtemp(prefix="pcfjudge-metrics-"))
-        directory.mkdir(parents=True, exist_ok=True)
-        for stale in directory.glob("*.db"):  # no series survive a restart
-            stale.unlink()
-        os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(directory)
-
-    import logging.config
-
-    import uvicorn
-
-    from pcfjudge.cli.serve_command import log_startup
-    from pcfjudge.telemetry.logs import log_config
-
-    logging.config.dictConfig(log_config(args.log_format or settings.log_format, args.log_level))
-    log_startup(settings)  # authentication off, a simulated judge: said once, in the log's own format
-    os.environ.setdefault("PCFJ_HEADER_TIMEOUT_S", str(settings.header_timeout_s))
-    signal.signal(signal.SIGTERM, _drained)
-    uvicorn.run(
-        "pcfjudge.api.app:create_app",
-        factory=True,
-        host=args.host,
-        port=args.port,
-        workers=workers,
-        log_level=args.log_level,
-        # Safety: headers within PCFJ_HEADER_TIMEOUT_S (pcfjudge.cli.serve_command), idle keep-alive closed, our access log
-        http="pcfjudge.cli.serve_command:HeaderTimeoutProtocol",
-        timeout_keep_alive=max(1, round(settings.keep_alive_s)),
-        # X-Forwarded-For only from PCFJ_TRUSTED_PROXIES: uvicorn alone trusts 127.0.0.1, so a same-host proxy,
-        # sidecar or port-forward would let any client name its own address (and dodge the per-address quota)
-        proxy_headers=bool(settings.trusted_proxies),
-        forwarded_allow_ips=settings.trusted_proxies or None,
-        access_log=False,
-        log_config=log_config(args.log_format or settings.log_format, args.log_level),
-        # SIGTERM: stop accepting, let in-flight requests finish for up to the grace, cancel the rest, exit 0
-        timeout_graceful_shutdown=settings.shutdown_grace_s,
-    )
-    return 0
+    return serve(args)
 
 
 def _openapi(args: argparse.Namespace) -> int:
@@ -96,7 +45,12 @@ def _fake_provider(args: argparse.Namespace) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
+SERVICE_COMMANDS = ("serve", "openapi")
+"""Commands whose parser is built without the other commands' modules: ``pcfjudge serve`` imports nothing of
+``pcfjudge.tooling`` (eval, bench, the fake provider), nor the batch and judge commands."""
+
+
+def build_parser(service_only: bool = False) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="pcfjudge",
         description="Permutation-consensus LLM judging service (PCFJudge listwise, APOCJudge pairwise). "
@@ -119,6 +73,8 @@ def build_parser() -> argparse.ArgumentParser:
     openapi.add_argument("--out", help="where to write it (default: openapi/openapi.json in the repo)")
     openapi.add_argument("--check", action="store_true", help="exit 1 if the file differs from the app's document")
     openapi.set_defaults(func=_openapi)
+    if service_only:
+        return parser
     fake = sub.add_parser(
         "fake-provider", help="run a fake OpenAI/Anthropic server answering with the simulated judge (no keys, no cost)"
     )
@@ -148,7 +104,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    command = next((a for a in argv if not a.startswith("-")), None)
+    parser = build_parser(service_only=command in SERVICE_COMMANDS)
     args = parser.parse_args(argv)
     func: Command | None = getattr(args, "func", None)
     if func is None:

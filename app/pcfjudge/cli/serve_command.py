@@ -1,26 +1,16 @@
-"""What ``pcfjudge serve`` says at start-up (``log_startup``), and uvicorn's HTTP protocol with a header deadline: a client must finish its request headers in
-``PCFJ_HEADER_TIMEOUT_S`` (default 10 s) from connecting or from the first byte of its next request on a
-keep-alive connection, else the connection is answered 408 and closed.
-
-uvicorn closes idle keep-alive connections (``PCFJ_KEEP_ALIVE_S``) and the app times out slow bodies
-(``PCFJ_BODY_TIMEOUT_S``, see ``api.body``), but nothing bounds a client that trickles its headers; without this,
-a few hundred such connections hold the server's sockets open indefinitely. ``pcfjudge serve`` passes this class
-to uvicorn as ``http=``; workers import it by name and read the timeout from the environment.
-"""
+"""``pcfjudge serve``: uvicorn with the service's settings, and what it says at start-up (``log_startup``)."""
 
 from __future__ import annotations
 
-import asyncio
+import argparse
 import logging
 import os
-from typing import TYPE_CHECKING, Any
+import signal
+import tempfile
 
-from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+from pcfjudge.settings import Settings
 
-if TYPE_CHECKING:
-    from pcfjudge.settings import Settings
-
-LOG = logging.getLogger("pcfjudge.cli.serve_command")
+LOG = logging.getLogger("pcfjudge.server")  # the name operators filter on (kept from the old module)
 
 
 def startup_warnings(settings: Settings) -> list[str]:
@@ -46,49 +36,55 @@ def log_startup(settings: Settings) -> None:
         LOG.warning(line)
 
 
-_408 = b"HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\nconnection: close\r\ncontent-length: "
+def _drained(signum: int, frame: object) -> None:
+    """uvicorn re-raises SIGTERM once its graceful shutdown is over: a drained stop is a clean exit."""
+    raise SystemExit(0)
 
 
-def header_timeout_s() -> float:
-    return float(os.environ.get("PCFJ_HEADER_TIMEOUT_S", "10"))
+def serve(args: argparse.Namespace) -> int:
+    """Run uvicorn with the service's settings (PCFJ_*), its workers, logs and safety limits."""
+    from pcfjudge.settings import Settings
 
+    settings = Settings()
+    workers: int = args.workers if args.workers is not None else settings.workers
+    if workers > 1 or os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        # Metrics from every worker: prometheus_client's multiprocess mode needs its directory set (and emptied)
+        # before any worker imports it. Workers inherit the variable.
+        from pathlib import Path
 
-class HeaderTimeoutProtocol(HttpToolsProtocol):
-    header_timeout_s = header_timeout_s()
+        directory = Path(os.environ.get("PROMETHEUS_MULTIPROC_DIR") or tempfile.mkdtemp(prefix="pcfjudge-metrics-"))
+        directory.mkdir(parents=True, exist_ok=True)
+        for stale in directory.glob("*.db"):  # no series survive a restart
+            stale.unlink()
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(directory)
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._header_timer: asyncio.TimerHandle | None = None
+    import logging.config
 
-    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        super().connection_made(transport)
-        self._arm()
+    import uvicorn
 
-    def on_message_begin(self) -> None:
-        super().on_message_begin()
-        self._arm()
+    from pcfjudge.cli.serve_command import log_startup
+    from pcfjudge.telemetry.logs import log_config
 
-    def on_headers_complete(self) -> None:
-        self._disarm()
-        super().on_headers_complete()
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self._disarm()
-        super().connection_lost(exc)
-
-    def _arm(self) -> None:
-        self._disarm()
-        self._header_timer = self.loop.call_later(self.header_timeout_s, self._headers_too_slow)
-
-    def _disarm(self) -> None:
-        if self._header_timer is not None:
-            self._header_timer.cancel()
-            self._header_timer = None
-
-    def _headers_too_slow(self) -> None:
-        self._header_timer = None
-        if self.transport.is_closing():
-            return
-        body = b'{"error":"header_timeout","detail":"request headers did not arrive in time"}'
-        self.transport.write(_408 + str(len(body)).encode() + b"\r\n\r\n" + body)
-        self.transport.close()
+    logging.config.dictConfig(log_config(args.log_format or settings.log_format, args.log_level))
+    log_startup(settings)  # authentication off, a simulated judge: said once, in the log's own format
+    signal.signal(signal.SIGTERM, _drained)
+    uvicorn.run(
+        "pcfjudge.api.app:create_app",
+        factory=True,
+        host=args.host,
+        port=args.port,
+        workers=workers,
+        log_level=args.log_level,
+        # Safety: headers within PCFJ_HEADER_TIMEOUT_S (pcfjudge.cli.serve_command), idle keep-alive closed, our access log
+        http="pcfjudge.api.header_timeout:HeaderTimeoutProtocol",
+        timeout_keep_alive=max(1, round(settings.keep_alive_s)),
+        # X-Forwarded-For only from PCFJ_TRUSTED_PROXIES: uvicorn alone trusts 127.0.0.1, so a same-host proxy,
+        # sidecar or port-forward would let any client name its own address (and dodge the per-address quota)
+        proxy_headers=bool(settings.trusted_proxies),
+        forwarded_allow_ips=settings.trusted_proxies or None,
+        access_log=False,
+        log_config=log_config(args.log_format or settings.log_format, args.log_level),
+        # SIGTERM: stop accepting, let in-flight requests finish for up to the grace, cancel the rest, exit 0
+        timeout_graceful_shutdown=settings.shutdown_grace_s,
+    )
+    return 0

@@ -4,24 +4,25 @@ the field."""
 from __future__ import annotations
 
 from pcfjudge.backends.registry import ModelError, ResolvedModel
+from pcfjudge.engine.judge import Judge
 from pcfjudge.errors import client_error
-from pcfjudge.services import Services
+from pcfjudge.settings import Settings
 
 
-def check_texts(services: Services, question: str, texts: dict[str, str]) -> None:
+def check_texts(settings: Settings, question: str, texts: dict[str, str]) -> None:
     """The question and every answer text (keyed by field name) within the configured size limits."""
-    s = services.settings
-    if len(question) > s.max_question_chars:
-        raise client_error("question", f"at most {s.max_question_chars} characters (got {len(question)})")
+    if len(question) > settings.max_question_chars:
+        raise client_error("question", f"at most {settings.max_question_chars} characters (got {len(question)})")
     for field, text in texts.items():
-        if len(text) > s.max_candidate_chars:
-            raise client_error(field, f"text has {len(text)} characters; the limit is {s.max_candidate_chars}")
+        if len(text) > settings.max_candidate_chars:
+            raise client_error(field, f"text has {len(text)} characters; the limit is {settings.max_candidate_chars}")
 
 
-def resolve_model(services: Services, model: str | None, oracle_best: str | None) -> ResolvedModel:
-    """The backend for a request's model string; ``oracle_best`` is only for the simulated oracle."""
+def resolve_model(judge: Judge, model: str | None, oracle_best: str | None) -> ResolvedModel:
+    """The backend for a request's model string, resolved once per request (the task carries it to the judge);
+    ``oracle_best`` is only for the simulated oracle."""
     try:
-        resolved = services.registry.resolve(model)
+        resolved = judge.model(model)
     except ModelError as exc:
         raise client_error("model", str(exc)) from None
     if oracle_best is not None and resolved.string != "sim:oracle":

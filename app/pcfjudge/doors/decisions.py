@@ -1,5 +1,6 @@
-"""What each judging decision tells the metrics (position bias, overturns, agreement, keyed passes), and ``judged``:
-the one place a front door awaits a judgment, so a failure is counted and becomes its 502/503/504 error."""
+"""What each judging decision tells the metrics (position bias, overturns, agreement, keyed passes, cost), and
+``judged``: the one place a front door awaits a judgment, so a failure is counted for its endpoint (``api.errors``
+answers it with its 502/503/504)."""
 
 from __future__ import annotations
 
@@ -9,15 +10,16 @@ from typing import TypeVar
 from pcfjudge.engine.failures import JudgingFailed
 from pcfjudge.engine.listwise_runs import ListwiseResult
 from pcfjudge.engine.pairwise_passes import PairwiseResult
-from pcfjudge.errors import backend_failure
 from pcfjudge.judging.consensus import top_set
 from pcfjudge.telemetry import metrics as m
+from pcfjudge.telemetry.metrics import Metrics
 
 R = TypeVar("R")
 
 
-def record_listwise(result: ListwiseResult) -> None:
-    """Position bias, overturns, agreement and margin of one listwise decision."""
+def record_listwise(result: ListwiseResult, metrics: Metrics) -> None:
+    """Position bias, overturns, agreement, margin and cost of one listwise decision."""
+    metrics.cost(result.model, result.cost_usd)
     endpoint = "/judge/listwise"
     m.child(m.DECISIONS, endpoint, result.mode).inc()
     if result.degraded:
@@ -40,8 +42,9 @@ def record_listwise(result: ListwiseResult) -> None:
         m.MARGIN.observe(values[0] - values[1])
 
 
-def record_pairwise(result: PairwiseResult) -> None:
-    """Order consistency, keyed passes and overrides of one pairwise decision."""
+def record_pairwise(result: PairwiseResult, metrics: Metrics) -> None:
+    """Order consistency, keyed passes, overrides and cost of one pairwise decision."""
+    metrics.cost(result.model, result.cost_usd)
     endpoint = "/judge/pairwise"
     m.DECISIONS.labels(endpoint, "apoc").inc()
     if result.degraded:
@@ -61,9 +64,9 @@ def record_pairwise(result: PairwiseResult) -> None:
 
 
 async def judged(endpoint: str, judgment: Awaitable[R]) -> R:
-    """Await a judgment; a ``JudgingFailed`` is counted for ``endpoint`` and becomes its 502/503/504 JSON error."""
+    """Await a judgment; a ``JudgingFailed`` is counted for ``endpoint`` and raised on (``api.errors`` answers it)."""
     try:
         return await judgment
     except JudgingFailed as exc:
         m.FAILED.labels(endpoint, exc.kind).inc()
-        raise backend_failure(exc) from None
+        raise

@@ -13,12 +13,11 @@ from typing import Any
 
 from pcfjudge.engine.listwise_runs import ListwiseResult
 from pcfjudge.judging import consensus as cons
-from pcfjudge.judging.types import RunRecord
+from pcfjudge.judging.run_records import RunRecord
 from pcfjudge.schemas.listwise_schema import ListwiseResponse
-from pcfjudge.services import Services
 
 
-def response_data(result: ListwiseResult, request_id: str, include_runs: bool, services: Services) -> dict[str, Any]:
+def response_data(result: ListwiseResult, request_id: str, include_runs: bool) -> dict[str, Any]:
     """The response as JSON-ready data, in ``ListwiseResponse``'s field order."""
     c = result.consensus
     ok = sum(1 for r in result.runs if r.result is not None)
@@ -56,7 +55,7 @@ def response_data(result: ListwiseResult, request_id: str, include_runs: bool, s
             "input_tokens": usage.input_tokens,
             "output_tokens": usage.output_tokens,
             "cached_tokens": usage.cached_tokens,
-            "cost_usd": services.judge.cost_usd(result.model, usage),
+            "cost_usd": result.cost_usd,
         },
         "degraded": result.degraded,
     }
@@ -92,6 +91,6 @@ def _run(run: RunRecord) -> dict[str, Any]:
     }
 
 
-def to_response(result: ListwiseResult, request_id: str, include_runs: bool, services: Services) -> ListwiseResponse:
+def to_response(result: ListwiseResult, request_id: str, include_runs: bool) -> ListwiseResponse:
     """The response as the pydantic model (for Python callers; the route sends ``response_data``'s bytes)."""
-    return ListwiseResponse.model_validate(response_data(result, request_id, include_runs, services))
+    return ListwiseResponse.model_validate(response_data(result, request_id, include_runs))

@@ -5,27 +5,27 @@ same request, so they build their tasks here too."""
 from __future__ import annotations
 
 from pcfjudge.doors.checks import check_texts, resolve_model
+from pcfjudge.engine.judge import Judge, prompt_style
 from pcfjudge.engine.listwise_runs import ListwiseTask
 from pcfjudge.errors import client_error
 from pcfjudge.judging import consensus as cons
 from pcfjudge.judging import permutations as perms
 from pcfjudge.judging.waves import Adaptive, Budget
 from pcfjudge.schemas.listwise_schema import ListwiseRequest
-from pcfjudge.services import Services
 from pcfjudge.settings import Settings
 from pcfjudge.types import MAX_K
 
 
-def build_task(body: ListwiseRequest, services: Services) -> ListwiseTask:
-    """Turn a request into a judging task, refusing (422, naming the field) anything the service cannot do."""
-    s = services.settings
+def build_task(body: ListwiseRequest, s: Settings, judge: Judge) -> ListwiseTask:
+    """Turn a request into a judging task, refusing (422, naming the field) anything the service cannot do. The
+    model is resolved here, once: the task carries the resolved model to ``judge.listwise``."""
     n = len(body.candidates)
     if not s.min_candidates <= n <= s.max_candidates:
         raise client_error("candidates", f"send between {s.min_candidates} and {s.max_candidates} candidates (got {n})")
     pairs = [(str(i), c) if isinstance(c, str) else (c.id, c.text) for i, c in enumerate(body.candidates)]
     ids = [cid for cid, _ in pairs]
     texts = [text for _, text in pairs]
-    check_texts(services, body.question, {f"candidates.{i}": text for i, text in enumerate(texts)})
+    check_texts(s, body.question, {f"candidates.{i}": text for i, text in enumerate(texts)})
     duplicates = sorted({cid for cid in ids if ids.count(cid) > 1})
     if duplicates:
         raise client_error("candidates", f"candidate ids must be unique; repeated: {', '.join(duplicates)}")
@@ -33,7 +33,7 @@ def build_task(body: ListwiseRequest, services: Services) -> ListwiseTask:
         weights = cons.resolve_weights(body.weights)
     except ValueError as exc:
         raise client_error("weights", str(exc)) from None
-    model = resolve_model(services, body.model, body.oracle_best)
+    model = resolve_model(judge, body.model, body.oracle_best)
     explicit = None
     if body.permutations is not None:
         if body.mode != "consensus":
@@ -59,10 +59,10 @@ def build_task(body: ListwiseRequest, services: Services) -> ListwiseTask:
         permutations=explicit,
         oracle_best=body.oracle_best,
         cache_mode=body.cache,
-        model=model.string,
+        model=model,
         auto=auto,
         budget=budget(body, s, model.string),
-        style=services.judge.style(body.rationales, "listwise"),
+        style=prompt_style(s, body.rationales, "listwise"),
     )
     return task
 

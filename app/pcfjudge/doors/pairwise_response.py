@@ -6,7 +6,6 @@ from pcfjudge.engine.pairwise_passes import PairwiseResult, PassRecord
 from pcfjudge.judging import apoc
 from pcfjudge.schemas.common import UsageOut
 from pcfjudge.schemas.pairwise_schema import EstimationOut, KeyedOut, PairwiseResponse, PassOut
-from pcfjudge.services import Services
 
 
 def _pass_out(p: PassRecord) -> PassOut:
@@ -25,7 +24,7 @@ def _pass_out(p: PassRecord) -> PassOut:
     )
 
 
-def to_response(result: PairwiseResult, request_id: str, include_runs: bool, services: Services) -> PairwiseResponse:
+def to_response(result: PairwiseResult, request_id: str, include_runs: bool) -> PairwiseResponse:
     d, plan, keyed = result.decision, result.keyed_plan, result.keyed_pass
     swapped = next(p for p in result.passes if p.name == "swapped")
     est = result.estimation
@@ -55,7 +54,7 @@ def to_response(result: PairwiseResult, request_id: str, include_runs: bool, ser
         usage=UsageOut(
             backend_calls=result.backend_calls,
             cache_hits=result.cache_hits,
-            cost_usd=services.judge.cost_usd(result.model, result.usage),
+            cost_usd=result.cost_usd,
             **result.usage.as_dict(),
         ),
         degraded=result.degraded,

@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 from pcfjudge.doors.checks import check_texts, resolve_model
+from pcfjudge.engine.judge import Judge, prompt_style
 from pcfjudge.engine.pairwise_passes import PairwiseTask
 from pcfjudge.schemas.pairwise_schema import PairwiseRequest
-from pcfjudge.services import Services
+from pcfjudge.settings import Settings
 
 
-def build_task(body: PairwiseRequest, services: Services) -> PairwiseTask:
-    """Turn a request into a pairwise task, refusing (422, naming the field) anything the service cannot do.
+def build_task(body: PairwiseRequest, settings: Settings, judge: Judge) -> PairwiseTask:
+    """Turn a request into a pairwise task, refusing (422, naming the field) anything the service cannot do. The
+    model is resolved here, once: the task carries the resolved model to ``judge.pairwise``.
 
     Identical responses are allowed (a consistent judge calls them a tie).
     """
-    check_texts(services, body.question, {"response_a": body.response_a, "response_b": body.response_b})
-    model = resolve_model(services, body.model, body.oracle_best)
+    check_texts(settings, body.question, {"response_a": body.response_a, "response_b": body.response_b})
+    model = resolve_model(judge, body.model, body.oracle_best)
     return PairwiseTask(
         question=body.question,
         response_a=body.response_a,
@@ -23,6 +25,6 @@ def build_task(body: PairwiseRequest, services: Services) -> PairwiseTask:
         estimation=body.estimation,
         oracle_best=body.oracle_best,
         cache_mode=body.cache,
-        model=model.string,
-        style=services.judge.style(body.rationales, "pairwise"),
+        model=model,
+        style=prompt_style(settings, body.rationales, "pairwise"),
     )

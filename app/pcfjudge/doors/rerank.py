@@ -16,16 +16,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pcfjudge.backends.registry import KNOWN_PROVIDERS
+from pcfjudge.backends.registry import KNOWN_PROVIDERS, ResolvedModel
 from pcfjudge.doors.checks import check_texts, resolve_model
 from pcfjudge.doors.decisions import judged, record_listwise
 from pcfjudge.doors.listwise_response import to_response
+from pcfjudge.engine.judge import Judge, prompt_style
 from pcfjudge.engine.listwise_runs import ListwiseTask
 from pcfjudge.errors import ApiError, client_error
 from pcfjudge.judging import consensus as cons
 from pcfjudge.schemas.listwise_schema import ListwiseResponse
 from pcfjudge.schemas.rerank_schema import RerankOptions
-from pcfjudge.services import Services
+from pcfjudge.settings import Settings
+from pcfjudge.telemetry.metrics import Metrics
 
 CHARS_PER_TOKEN = 4  # max_tokens_per_doc without a tokenizer for every judge model: a documented approximation
 
@@ -45,10 +47,9 @@ class Ranked:
         return round(self.consensus[index] / 100.0, 6)
 
 
-def check_count(services: Services, n: int, field: str) -> None:
+def check_count(s: Settings, n: int, field: str) -> None:
     """1 to max_candidates documents: 400 for none, 413 naming the limit for too many. Two or more must also be at
     least PCFJ_MIN_CANDIDATES (422); one is judged pointwise."""
-    s = services.settings
     if n == 0:
         raise ApiError(400, "empty", f"`{field}` cannot be empty; send 1 to {s.max_candidates}")
     if 1 < n < s.min_candidates:
@@ -63,13 +64,13 @@ def check_count(services: Services, n: int, field: str) -> None:
         raise ApiError(413, "too_many_documents", detail, field=field)
 
 
-def judge_model(services: Services, named: str | None, options: RerankOptions | None) -> str:
+def judge_model(judge: Judge, named: str | None, options: RerankOptions | None) -> ResolvedModel:
     """``pcfjudge.model``, else ``model`` when it names one of our judges (provider:model with a provider of ours),
     else the server's default; a judge of ours that cannot be served is a 422."""
     explicit = options.model if options is not None else None
     if explicit is None and named is not None and named.partition(":")[0] in KNOWN_PROVIDERS and ":" in named:
         explicit = named
-    return resolve_model(services, explicit, None).string
+    return resolve_model(judge, explicit, None)
 
 
 def document_text(document: str | dict[str, str], rank_fields: list[str] | None, index: int) -> str:
@@ -92,11 +93,11 @@ def cut(text: str, limit: int, keep_end: bool = False) -> str:
 
 
 def build_task(
-    services: Services, query: str, texts: list[str], options: RerankOptions | None, model: str, field: str
+    s: Settings, query: str, texts: list[str], options: RerankOptions | None, model: ResolvedModel, field: str
 ) -> ListwiseTask:
     """A listwise task over the documents (ids "0", "1", …), validated with the listwise route's checks."""
-    check_count(services, len(texts), field)
-    check_texts(services, query, {f"{field}.{i}": text for i, text in enumerate(texts)})
+    check_count(s, len(texts), field)
+    check_texts(s, query, {f"{field}.{i}": text for i, text in enumerate(texts)})
     opts = options or RerankOptions()
     try:
         weights = cons.resolve_weights(opts.weights)
@@ -106,22 +107,23 @@ def build_task(
         question=query,
         ids=[str(i) for i in range(len(texts))],
         texts=texts,
-        k=opts.k or services.settings.default_k,
+        k=opts.k or s.default_k,
         weights=weights,
         executions=opts.executions,
         seed=opts.seed,
         cache_mode=opts.cache,
         model=model,
-        style=services.judge.style(opts.rationales, "rerank"),
+        style=prompt_style(s, opts.rationales, "rerank"),
     )
 
 
-async def rerank(services: Services, request_id: str, task: ListwiseTask, include_runs: bool, endpoint: str) -> Ranked:
-    """Judge the task through ``services.judge``: the documents best first, with the full listwise detail."""
-    result = await judged(endpoint, services.judge.listwise(task))
-    record_listwise(result)
-    detail = to_response(result, request_id, include_runs, services)
-    services.metrics.cost(result.model, detail.usage.cost_usd)
+async def rerank(
+    judge: Judge, metrics: Metrics, request_id: str, task: ListwiseTask, include_runs: bool, endpoint: str
+) -> Ranked:
+    """Judge the task: the documents best first, with the full listwise detail."""
+    result = await judged(endpoint, judge.listwise(task))
+    record_listwise(result, metrics)
+    detail = to_response(result, request_id, include_runs)
     if len(task.ids) == 1:  # pointwise, as a reward group of one: the judge's own score, clipped to 0–100
         only = detail.candidates[0]
         return Ranked([0], {0: min(100.0, max(0.0, only.mean_score))}, detail, pointwise=True)

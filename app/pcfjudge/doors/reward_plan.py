@@ -1,5 +1,5 @@
 """Reward requests below their routes: samples (from /v1/reward or a framework adapter) grouped and checked into a
-``Plan``, then judged through ``services.rewards`` (which collects incomplete groups across requests) into one result
+``Plan``, then judged through the service's ``Rewards`` (which collects incomplete groups across requests) into one result
 per sample. A failed group gives its samples ``reward: null`` and an ``error``.
 
 Limits, checked before any work (every reward front door goes through ``check_samples`` and ``plan``):
@@ -20,13 +20,14 @@ from dataclasses import dataclass
 from pcfjudge import context
 from pcfjudge.doors.checks import resolve_model
 from pcfjudge.engine import spend
+from pcfjudge.engine.judge import Judge
 from pcfjudge.errors import ApiError, Refusal, client_error
 from pcfjudge.judging import permutations as perms
 from pcfjudge.reward.collector import note_of
 from pcfjudge.reward.rewards import GroupRequest, Rewards
 from pcfjudge.reward.scoring import Failure, GroupSpec, GroupUsage, GroupVerdict, MemberOutcome
 from pcfjudge.schemas.reward_schema import RewardMode, RewardOptions, RewardSampleResult, RewardUsage, SampleError
-from pcfjudge.services import Services
+from pcfjudge.settings import Settings
 
 RETRY_AFTER_S = 5  # a failed judgment's Retry-After when no backend named one
 
@@ -62,9 +63,9 @@ class Judged:
     failures: list[Failure]  # one per sample without a reward
 
 
-def check_samples(services: Services, n: int, field: str) -> None:
+def check_samples(settings: Settings, n: int, field: str) -> None:
     """At most PCFJ_MAX_SAMPLES_PER_REQUEST samples (413 naming the limit), checked before anything is done."""
-    limit = services.settings.max_samples_per_request
+    limit = settings.max_samples_per_request
     if n > limit:
         detail = (
             f"{field}: {n} samples > the limit of {limit} per request (PCFJ_MAX_SAMPLES_PER_REQUEST); send the batch "
@@ -73,14 +74,15 @@ def check_samples(services: Services, n: int, field: str) -> None:
         raise ApiError(413, "too_many_samples", detail, field=field)
 
 
-def plan(services: Services, options: RewardOptions, items: Sequence[Item], field: str) -> Plan:
-    """Group and check the samples (422 naming the field for anything the service cannot do)."""
-    s = services.settings
-    check_samples(services, len(items), field)
+def plan(s: Settings, judge: Judge, options: RewardOptions, items: Sequence[Item], field: str) -> Plan:
+    """Group and check the samples (422 naming the field for anything the service cannot do). The model is
+    resolved here to refuse a bad one; groups carry its string, since a group may be judged by another replica
+    (the Redis rendezvous), whose judge resolves it there."""
+    check_samples(s, len(items), field)
+    model = resolve_model(judge, options.model, None)
     size = options.group_size or s.reward_group_size
     if size > s.max_candidates:
         raise client_error("group_size", f"at most {s.max_candidates} (PCFJ_MAX_CANDIDATES); got {size}")
-    model = resolve_model(services, options.model, None).string
     wait_ms = options.group_wait_ms if options.group_wait_ms is not None else s.reward_group_wait_ms
     wait_ms = min(wait_ms, s.reward_max_wait_ms)  # the operator's cap on how long a request is held
     k, tenant = options.k or s.default_k, context.key_name()
@@ -88,12 +90,14 @@ def plan(services: Services, options: RewardOptions, items: Sequence[Item], fiel
     groups: list[GroupRequest] = []
     where: list[int] = []
     for i, item in enumerate(items):
-        _check_lengths(services, item, f"{field}.{i}")
+        _check_lengths(s, item, f"{field}.{i}")
         reference = item.reference if item.reference and item.reference.strip() else None
         key = item.group if item.group is not None else ("", item.prompt, reference)
         if key not in index:
             index[key] = len(groups)
-            groups.append(GroupRequest(GroupSpec(item.prompt, reference, model, k, tenant), item.group or "", []))
+            groups.append(
+                GroupRequest(GroupSpec(item.prompt, reference, model.string, k, tenant), item.group or "", [])
+            )
         group = groups[index[key]]
         if (group.spec.prompt, group.spec.reference) != (item.prompt, reference):
             detail = f"group {item.group!r} already has another prompt or reference; a group's members share both"
@@ -114,7 +118,7 @@ def plan(services: Services, options: RewardOptions, items: Sequence[Item], fiel
             "per request or lower k"
         )
         raise ApiError(422, "over_limit", detail, field=field)
-    return Plan(model, options.reward, size, wait_ms / 1000, groups, where, list(items))
+    return Plan(model.string, options.reward, size, wait_ms / 1000, groups, where, list(items))
 
 
 def planned_calls(group: GroupRequest, size: int, k: int, max_candidates: int) -> int:
@@ -126,8 +130,7 @@ def planned_calls(group: GroupRequest, size: int, k: int, max_candidates: int) -
     return chunks * min(k, perms.max_k(math.ceil(members / chunks)))
 
 
-def _check_lengths(services: Services, item: Item, field: str) -> None:
-    s = services.settings
+def _check_lengths(s: Settings, item: Item, field: str) -> None:
     if len(item.prompt) > s.max_question_chars:
         raise client_error(f"{field}.prompt", f"at most {s.max_question_chars} characters (got {len(item.prompt)})")
     for name, text in (("response", item.response), ("reference", item.reference or "")):
@@ -135,12 +138,11 @@ def _check_lengths(services: Services, item: Item, field: str) -> None:
             raise client_error(f"{field}.{name}", f"at most {s.max_candidate_chars} characters (got {len(text)})")
 
 
-async def judge_plan(services: Services, plan: Plan) -> Judged:
+async def judge_plan(s: Settings, rewards: Rewards, plan: Plan) -> Judged:
     """Judge (or collect) every group and shape one result per sample, in order."""
-    s = services.settings
     allowance = spend.Meter(s.max_reward_calls_per_request, "PCFJ_MAX_REWARD_CALLS_PER_REQUEST", spend.current())
-    with _waiting(services, plan), spend.metering(allowance):
-        verdicts = await services.rewards.judge_groups(plan.groups, size=plan.size, wait_s=plan.wait_s)
+    with _waiting(s, rewards, plan), spend.metering(allowance):
+        verdicts = await rewards.judge_groups(plan.groups, size=plan.size, wait_s=plan.wait_s)
     samples, failures = [], []
     for item, g in zip(plan.items, plan.where, strict=True):
         outcome = verdicts[g].outcome(item.response)
@@ -158,7 +160,7 @@ _WAITING: weakref.WeakKeyDictionary[Rewards, Counter[str]] = weakref.WeakKeyDict
 
 
 @contextmanager
-def _waiting(services: Services, plan: Plan) -> Iterator[None]:
+def _waiting(s: Settings, rewards: Rewards, plan: Plan) -> Iterator[None]:
     """Count this request's samples that wait for other requests' members against its key's
     PCFJ_MAX_WAITING_MEMBERS_PER_KEY while they wait (503 with Retry-After past it)."""
     collected = [g for g in plan.groups if len(g.texts) < plan.size]
@@ -167,8 +169,8 @@ def _waiting(services: Services, plan: Plan) -> Iterator[None]:
         yield
         return
     tenant = collected[0].spec.tenant
-    waiting = _WAITING.setdefault(services.rewards, Counter())
-    limit = services.settings.max_waiting_members_per_key
+    waiting = _WAITING.setdefault(rewards, Counter())
+    limit = s.max_waiting_members_per_key
     if waiting[tenant] + n > limit:
         raise Refusal(
             503,

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pcfjudge.backends.base import JudgeCall
-from pcfjudge.cache.base import PARSED, CacheValue
+from pcfjudge.cache.interface import PARSED, CacheValue
 from pcfjudge.judging.parse import OutputError
 from pcfjudge.types import Usage
 

@@ -6,7 +6,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 from pcfjudge.engine.runner import CallOutcome
-from pcfjudge.judging.types import RunRecord
+from pcfjudge.judging.run_records import RunRecord
 from pcfjudge.types import FAILURE_KINDS
 
 

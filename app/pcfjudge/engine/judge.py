@@ -39,6 +39,8 @@ from pcfjudge.types import DecodingParams, Usage
 class _Spent(Protocol):
     backend_calls: int
     cache_hits: int
+    usage: Usage
+    cost_usd: float | None
 
 
 R = TypeVar("R", bound=_Spent)
@@ -76,9 +78,13 @@ class Judge:
         """The same judge without allowlist, caps or quotas (for the operator's own tools, e.g. eval)."""
         return replace(self, guard=None)
 
-    def model(self, model: str | None) -> ResolvedModel:
-        """The backend for a provider:model string (None: the default); ``ModelError`` says how to fix a bad one."""
-        return self.registry.resolve(model)
+    def model(self, model: ResolvedModel | str | None) -> ResolvedModel:
+        """The backend for a provider:model string (None: the default); ``ModelError`` says how to fix a bad one.
+
+        A front door resolves its request's model once (to refuse a bad one with a 422 naming the field) and puts
+        the ``ResolvedModel`` in the task, which is taken as it is; a string is resolved here (in-process callers,
+        and reward groups, whose model crosses replicas as text)."""
+        return model if isinstance(model, ResolvedModel) else self.registry.resolve(model)
 
     def style(self, rationales: bool | None, door: Door) -> PromptStyle:
         """The prompt style of a request at ``door``: the request's ``rationales``, else PCFJ_RATIONALES, else the
@@ -112,6 +118,7 @@ class Judge:
         quorum, price = self.settings.quorum, self.settings.prices.get(model.string)
         return await self._spend(
             model.string,
+            price,
             calls,
             [task.question, *task.texts],
             "k",
@@ -129,6 +136,7 @@ class Judge:
         deadline = asyncio.get_running_loop().time() + self.timeout_s
         return await self._spend(
             model.string,
+            self.settings.prices.get(model.string),
             calls,
             [task.question, task.response_a, task.response_b],
             "response_a",
@@ -136,9 +144,17 @@ class Judge:
         )
 
     async def _spend(
-        self, model: str, calls: int, texts: Sequence[str], field: str, judge: Callable[[], Awaitable[R]]
+        self,
+        model: str,
+        price: tuple[float, float] | None,
+        calls: int,
+        texts: Sequence[str],
+        field: str,
+        judge: Callable[[], Awaitable[R]],
     ) -> R:
-        """Check and charge the guard, judge, refund what the judgment did not spend, record it for the log."""
+        """Check and charge the guard, judge, refund what the judgment did not spend, record it for the log; the
+        result's ``cost_usd`` is its usage at the model's price (computed here once, for the response and the
+        cost metric alike)."""
         if self.guard is None:
             result = await judge()
         else:
@@ -153,9 +169,6 @@ class Judge:
                     result = await judge()
             finally:
                 await charge.settle(meter.made)
+        result.cost_usd = result.usage.cost_usd(price)
         context.record(result.backend_calls, result.cache_hits)
         return result
-
-    def cost_usd(self, model: str, usage: Usage) -> float | None:
-        """What ``usage`` cost at the configured price of ``model`` (PCFJ_PRICES); None when unpriced."""
-        return usage.cost_usd(self.settings.prices.get(model))

@@ -20,10 +20,10 @@ from pcfjudge.engine.runner import CallOutcome, CallRunner, CallSpec
 from pcfjudge.judging import adaptive
 from pcfjudge.judging import consensus as cons
 from pcfjudge.judging import permutations as perms
-from pcfjudge.judging.keys import cache_key, item_hash
+from pcfjudge.judging.cache_keys import cache_key, item_hash
 from pcfjudge.judging.parse import ListwiseAnswer, load_json_object, validate_listwise
 from pcfjudge.judging.prompts import DEFAULT_STYLE, PromptStyle, listwise_version, new_nonce, render_listwise
-from pcfjudge.judging.types import RunJudgments, RunRecord
+from pcfjudge.judging.run_records import RunJudgments, RunRecord
 from pcfjudge.judging.waves import Adaptive, Budget, Waves
 from pcfjudge.types import LABELS, SAMPLE_STRIDE, CacheMode, DecodingParams, Usage
 
@@ -43,7 +43,7 @@ class ListwiseTask:
     permutations: list[perms.Permutation] | None = None
     oracle_best: str | None = None  # for sim:oracle: the id of the truly best candidate
     cache_mode: CacheMode = "use"
-    model: str | None = None  # provider:model; None: the configured default
+    model: ResolvedModel | str | None = None  # resolved by a front door, or provider:model (None: the default)
     reference: str | None = None  # a gold answer: judged with the reference-aware prompt (listwise-ref-…)
     auto: Adaptive | None = None  # "k": "auto": k is k_max, runs stop as ``auto.stop`` allows (judging/adaptive.py)
     budget: Budget | None = None  # max_calls / max_cost_usd, spent in schedule order (judging/waves.py)
@@ -90,6 +90,7 @@ class ListwiseResult:
     prompt_version: str = "listwise-v2"
     quorum: int = 0
     stopped: adaptive.Stopped | None = None  # why runs stopped early (adaptive K or a budget); None: all K made
+    cost_usd: float | None = None  # usage at the model's price (PCFJ_PRICES), set by ``Judge``; None: unpriced
     degraded: bool = field(init=False)
 
     def __post_init__(self) -> None:

@@ -23,8 +23,8 @@ from pcfjudge.backends.registry import ResolvedModel
 from pcfjudge.engine.failures import JudgingFailed, judging_failed
 from pcfjudge.engine.runner import CallOutcome, CallRunner, CallSpec
 from pcfjudge.judging import apoc
+from pcfjudge.judging.cache_keys import cache_key, item_hash
 from pcfjudge.judging.estimation import EstimationCheck, check_estimation
-from pcfjudge.judging.keys import cache_key, item_hash
 from pcfjudge.judging.pairwise_prompts import VERDICTS, pairwise_version, render_keyed, render_pairwise
 from pcfjudge.judging.parse import OutputError, load_json_object
 from pcfjudge.judging.prompts import DEFAULT_STYLE, Prompt, PromptStyle, new_nonce
@@ -44,7 +44,7 @@ class PairwiseTask:
     oracle_best: Literal["A", "B"] | None = None  # sim:oracle only: the truly better response
     sample: int = 0
     cache_mode: CacheMode = "use"
-    model: str | None = None  # provider:model; None: the configured default
+    model: ResolvedModel | str | None = None  # resolved by a front door, or provider:model (None: the default)
     style: PromptStyle = DEFAULT_STYLE  # prompt family and rationales (front doors take it from ``Judge.style``)
 
 
@@ -87,6 +87,7 @@ class PairwiseResult:
     cache_hits: int
     usage: Usage
     style: PromptStyle = DEFAULT_STYLE
+    cost_usd: float | None = None  # usage at the model's price (PCFJ_PRICES), set by ``Judge``; None: unpriced
 
     @property
     def prompt_versions(self) -> dict[str, str]:

@@ -30,13 +30,14 @@ from typing import Protocol
 
 from pcfjudge.backends.base import BackendError, BackendTimeout, Completion, Refused, Truncated
 from pcfjudge.backends.registry import ResolvedModel
-from pcfjudge.backends.slots import Shed
-from pcfjudge.cache.base import PARSED, CacheValue
+from pcfjudge.backends.slots import Saturated, Shed
 from pcfjudge.cache.flight import SharedFlight
+from pcfjudge.cache.interface import PARSED, CacheValue
 from pcfjudge.engine import spend
 from pcfjudge.engine.calls import CallOutcome as CallOutcome  # re-exported: the judges and eval import them here
 from pcfjudge.engine.calls import CallSpec as CallSpec
 from pcfjudge.engine.calls import from_cache
+from pcfjudge.errors import Refusal
 from pcfjudge.judging.parse import OutputError
 from pcfjudge.telemetry.hooks import NOOP, Observer
 from pcfjudge.types import CacheMode, Usage
@@ -117,7 +118,10 @@ class Runner:
         # No await from here until every task exists: the count reserved is the count of tasks started below.
         flights = [self._scoped(specs[i].key) for i in misses] if cache_mode != "bypass" else []
         starts = len(misses) if cache_mode == "bypass" else len({f for f in flights if f not in self._inflight})
-        model.limit.reserve(starts, deadline - loop.time())
+        try:
+            model.limit.reserve(starts, deadline - loop.time())
+        except Saturated as exc:  # the backend cannot take them: the service declines the request (503)
+            raise Refusal(exc.status, exc.kind, exc.detail, retry_after=exc.retry_after) from None
         pending: dict[int, asyncio.Task[CallOutcome]] = {}
         owned: set[int] = set()  # runs whose call this request started (the others share a call in flight)
         for n, i in enumerate(misses):
@@ -213,17 +217,17 @@ class Runner:
                 exc = err
                 usage = usage + err.usage if isinstance(err, BackendError) else usage  # a failure may spend tokens
             else:
-                self.observer.backend_call(model, "ok", time.perf_counter() - call_started, completion.usage)
+                self.observer.backend_call(model.string, "ok", time.perf_counter() - call_started, completion.usage)
                 if cache_mode != "bypass":
                     await self._store(spec, model, answer, parsed, usage)
                 return CallOutcome(answer=answer, parsed=parsed, latency_ms=_ms(started), usage=usage)
             kind = exc.kind if isinstance(exc, BackendError) else "parse_error"
-            self.observer.backend_call(model, kind, time.perf_counter() - call_started, None)
+            self.observer.backend_call(model.string, kind, time.perf_counter() - call_started, None)
             if isinstance(exc, OutputError | Truncated):  # an unusable answer: retried once
                 if output_retried:
                     return _failure(exc, started, usage)
                 output_retried = True
-                self.observer.retry(model, kind)
+                self.observer.retry(model.string, kind)
                 continue
             attempt += 1
             delay = self._backoff(attempt, exc.retry_after)
@@ -231,7 +235,7 @@ class Runner:
                 return _failure(exc, started, usage)
             if loop.time() + delay >= deadline:
                 return _failure(exc, started, usage)
-            self.observer.retry(model, kind)
+            self.observer.retry(model.string, kind)
             await asyncio.sleep(delay)
 
     async def _store(

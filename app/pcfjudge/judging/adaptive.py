@@ -53,7 +53,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from pcfjudge.judging import consensus as cons
-from pcfjudge.judging.types import RunJudgments
+from pcfjudge.judging.run_records import RunJudgments
 
 StopRule = Literal["certified", "confident"]
 Stopped = Literal["certified", "confident", "k_max", "budget"]

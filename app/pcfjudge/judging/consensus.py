@@ -17,7 +17,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 
-from pcfjudge.judging.types import CandidateJudgment, RunJudgments
+from pcfjudge.judging.run_records import CandidateJudgment, RunJudgments
 
 TIE_TOLERANCE = 0.5
 _WEIGHT_KEYS = ("score", "borda", "top_vote", "uncertainty")

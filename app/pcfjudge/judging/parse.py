@@ -13,7 +13,7 @@ from typing import Any
 import orjson
 
 from pcfjudge.judging.consensus import ranks_from_scores
-from pcfjudge.judging.types import CandidateJudgment, RankSource, RunJudgments
+from pcfjudge.judging.run_records import CandidateJudgment, RankSource, RunJudgments
 
 
 class OutputError(ValueError):

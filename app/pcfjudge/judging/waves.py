@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from pcfjudge.judging import adaptive
 from pcfjudge.judging import consensus as cons
-from pcfjudge.judging.types import RunJudgments
+from pcfjudge.judging.run_records import RunJudgments
 from pcfjudge.types import Usage, usd
 
 Position = tuple[int, int]  # (execution, run index)

@@ -183,7 +183,7 @@ async def _judge_chunk(
         result.usage.input_tokens,
         result.usage.output_tokens,
         result.usage.cached_tokens,
-        judge.cost_usd(result.model, result.usage),
+        result.cost_usd,
     )
     return {digest(t): _scored(base, result, cid) for cid, t in zip(ids, texts, strict=True)}, usage
 

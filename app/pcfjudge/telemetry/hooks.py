@@ -1,18 +1,19 @@
-"""Hooks through which the judging layer reports what it did; the metrics module implements them."""
+"""Hooks through which the runner and the caches report what they did; ``telemetry.metrics`` implements them.
+
+Models are named by their ``provider:model`` string."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from pcfjudge.backends.registry import ResolvedModel
     from pcfjudge.types import Usage
 
 
 class Observer(Protocol):
-    def backend_call(self, model: ResolvedModel, outcome: str, seconds: float, usage: Usage | None) -> None: ...
+    def backend_call(self, model: str, outcome: str, seconds: float, usage: Usage | None) -> None: ...
 
-    def retry(self, model: ResolvedModel, kind: str) -> None: ...
+    def retry(self, model: str, kind: str) -> None: ...
 
     def single_flight_wait(self) -> None: ...
 
@@ -26,10 +27,10 @@ class Observer(Protocol):
 
 
 class _Noop:
-    def backend_call(self, model: ResolvedModel, outcome: str, seconds: float, usage: Usage | None) -> None:
+    def backend_call(self, model: str, outcome: str, seconds: float, usage: Usage | None) -> None:
         return None
 
-    def retry(self, model: ResolvedModel, kind: str) -> None:
+    def retry(self, model: str, kind: str) -> None:
         return None
 
     def single_flight_wait(self) -> None:

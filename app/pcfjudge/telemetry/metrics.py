@@ -27,7 +27,6 @@ from prometheus_client import (
 from pcfjudge._version import __version__
 
 if TYPE_CHECKING:
-    from pcfjudge.backends.registry import ResolvedModel
     from pcfjudge.types import Usage
 
 disable_created_metrics()  # type: ignore[no-untyped-call]  # no *_created series: less noise for dashboards
@@ -127,11 +126,11 @@ class Metrics:
     def model_label(self, model: str) -> str:
         return model if model in self.known_models else "other"
 
-    # Observer protocol (app/observe.py)
-    def backend_call(self, model: ResolvedModel, outcome: str, seconds: float, usage: Usage | None) -> None:
-        label = self.model_label(model.string)
-        child(BACKEND_CALLS, model.provider, label, outcome).inc()
-        child(BACKEND_SECONDS, model.provider, label).observe(seconds)
+    # Observer protocol (telemetry.hooks)
+    def backend_call(self, model: str, outcome: str, seconds: float, usage: Usage | None) -> None:
+        provider, label = model.partition(":")[0], self.model_label(model)
+        child(BACKEND_CALLS, provider, label, outcome).inc()
+        child(BACKEND_SECONDS, provider, label).observe(seconds)
         if usage is not None:
             for kind, value in (
                 ("input", usage.input_tokens),
@@ -139,10 +138,10 @@ class Metrics:
                 ("cached", usage.cached_tokens),
             ):
                 if value:
-                    child(TOKENS, model.provider, label, kind).inc(value)
+                    child(TOKENS, provider, label, kind).inc(value)
 
-    def retry(self, model: ResolvedModel, kind: str) -> None:
-        child(RETRIES, model.provider, self.model_label(model.string), kind).inc()
+    def retry(self, model: str, kind: str) -> None:
+        child(RETRIES, model.partition(":")[0], self.model_label(model), kind).inc()
 
     def single_flight_wait(self) -> None:
         SINGLE_FLIGHT.inc()

@@ -19,9 +19,9 @@ import math
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from pcfjudge import context
-from pcfjudge.api.errors import json_response
+from pcfjudge.api.error_handlers import json_response
+from pcfjudge.security.api_keys import presented_key
 from pcfjudge.security.door import Door
-from pcfjudge.security.keys import presented_key
 from pcfjudge.services import Services
 
 OPEN_PATHS = frozenset({"/healthz", "/", "/docs", "/docs/oauth2-redirect", "/redoc", "/openapi.json", "/favicon.ico"})

@@ -23,7 +23,7 @@ from typing import Any
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from pcfjudge import context
-from pcfjudge.api.errors import json_response
+from pcfjudge.api.error_handlers import json_response
 from pcfjudge.telemetry import metrics as m
 from pcfjudge.telemetry.logs import ACCESS
 

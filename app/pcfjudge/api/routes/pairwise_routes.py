@@ -1,12 +1,12 @@
-"""POST /judge/pairwise: the request as an APOCJudge task (``pcfjudge.doors.pairwise_task``), judged through
-``services.judge``, shaped by ``pcfjudge.doors.pairwise_response``."""
+"""POST /judge/pairwise: the request as an APOCJudge task (``pcfjudge.doors.pairwise_task``),
+judged through ``services.judge``, shaped by ``pcfjudge.doors.pairwise_response``."""
 
 from __future__ import annotations
 
 from fastapi import APIRouter, Request
 
 from pcfjudge.api.deps import ServicesDep
-from pcfjudge.api.errors import ERROR_RESPONSES
+from pcfjudge.api.error_handlers import ERROR_RESPONSES
 from pcfjudge.doors.decisions import judged, record_pairwise
 from pcfjudge.doors.pairwise_response import to_response
 from pcfjudge.doors.pairwise_task import build_task
@@ -20,8 +20,7 @@ router = APIRouter()
 )
 async def judge_pairwise_route(body: PairwiseRequest, request: Request, services: ServicesDep) -> PairwiseResponse:
     """APOCJudge: judge both orders; on disagreement accept the swapped verdict only if a keyed pass confirms it."""
-    result = await judged("/judge/pairwise", services.judge.pairwise(build_task(body, services)))
-    record_pairwise(result)
-    response = to_response(result, request.state.request_id, body.include_runs, services)
-    services.metrics.cost(result.model, response.usage.cost_usd)
-    return response
+    task = build_task(body, services.settings, services.judge)
+    result = await judged("/judge/pairwise", services.judge.pairwise(task))
+    record_pairwise(result, services.metrics)
+    return to_response(result, request.state.request_id, body.include_runs)

@@ -1,6 +1,6 @@
 """``POST /rerank`` + ``GET /info`` (text-embeddings-inference shape) and ``POST /v1/rerank`` + ``POST /v2/rerank``
 (Cohere/Jina shape): PCFJudge underneath (``pcfjudge.doors.rerank``; one document is judged pointwise). Field by
-field in ``api.schemas.rerank``.
+field in ``pcfjudge.schemas.rerank_schema``.
 
 TEI's errors are ``{"error": message, "error_type": kind}`` with TEI's statuses: 400 Empty (no texts), 413
 Validation (more texts than the limit), 422 Validation (bad field), 424 Backend (the judge failed: our 502/504), 429
@@ -21,9 +21,9 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from pcfjudge._version import __version__
 from pcfjudge.api.deps import ServicesDep
-from pcfjudge.api.errors import ERROR_RESPONSES
+from pcfjudge.api.error_handlers import ERROR_RESPONSES, as_api_error
 from pcfjudge.doors.rerank import CHARS_PER_TOKEN, build_task, cut, document_text, judge_model, rerank
-from pcfjudge.errors import ApiError, Refusal, client_error
+from pcfjudge.errors import client_error
 from pcfjudge.schemas.common import ErrorResponse
 from pcfjudge.schemas.rerank_schema import (
     CohereRerankRequest,
@@ -84,12 +84,12 @@ class TeiRoute(APIRoute):
                 return tei_error(422, "Validation", _validation_message(exc))
             except StarletteHTTPException as exc:  # a body FastAPI cannot read (e.g. not UTF-8): TEI's serde error
                 return tei_error(422, "Validation", f"{exc.detail}; send a JSON object (UTF-8)")
-            except ApiError as exc:
-                status, kind = TEI_STATUS.get(exc.status, (exc.status, "Validation"))
-                return tei_error(status, kind, exc.detail, exc.headers)
-            except Refusal as exc:  # a cap, the allowlist, a quota or admission control declined
-                status, kind = TEI_STATUS.get(exc.status, (exc.status, "Validation"))
-                return tei_error(status, kind, exc.detail, exc.headers())
+            except Exception as exc:  # ours (a client mistake, a refusal, a failed judgment): in TEI's shape
+                error = as_api_error(exc)
+                if error is None:
+                    raise
+                status, kind = TEI_STATUS.get(error.status, (error.status, "Validation"))
+                return tei_error(status, kind, error.detail, error.headers)
 
         return tei_handler
 
@@ -139,10 +139,10 @@ async def tei_rerank(body: TeiRerankRequest, request: Request, services: Service
         keep_end = body.truncation_direction.lower() == "left"
         query = cut(query, s.max_question_chars, keep_end)
         texts = [cut(text, s.max_candidate_chars, keep_end) for text in texts]
-    model = judge_model(services, None, body.pcfjudge)
-    task = build_task(services, query, texts, body.pcfjudge, model, "texts")
+    model = judge_model(services.judge, None, body.pcfjudge)
+    task = build_task(s, query, texts, body.pcfjudge, model, "texts")
     include_runs = body.pcfjudge is not None and body.pcfjudge.include_runs
-    ranked = await rerank(services, request.state.request_id, task, include_runs, "/rerank")
+    ranked = await rerank(services.judge, services.metrics, request.state.request_id, task, include_runs, "/rerank")
     stats = {int(c.id): c for c in ranked.detail.candidates}
     ranks = [
         TeiRank(
@@ -169,11 +169,11 @@ async def cohere_rerank(body: CohereRerankRequest, request: Request, services: S
     texts = [document_text(doc, body.rank_fields, i) for i, doc in enumerate(body.documents)]
     if body.max_tokens_per_doc is not None:
         texts = [cut(text, body.max_tokens_per_doc * CHARS_PER_TOKEN) for text in texts]
-    model = judge_model(services, body.model, body.pcfjudge)
-    task = build_task(services, body.query, texts, body.pcfjudge, model, "documents")
+    model = judge_model(services.judge, body.model, body.pcfjudge)
+    task = build_task(services.settings, body.query, texts, body.pcfjudge, model, "documents")
     include_runs = body.pcfjudge is not None and body.pcfjudge.include_runs
     endpoint = "/v1/rerank" if request.url.path.startswith("/v1/") else "/v2/rerank"
-    ranked = await rerank(services, request.state.request_id, task, include_runs, endpoint)
+    ranked = await rerank(services.judge, services.metrics, request.state.request_id, task, include_runs, endpoint)
     usage = ranked.detail.usage
     tokens = {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens}
     results = []

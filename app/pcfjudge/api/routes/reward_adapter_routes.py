@@ -19,7 +19,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Query
 
 from pcfjudge.api.deps import ServicesDep
-from pcfjudge.api.errors import ERROR_RESPONSES
+from pcfjudge.api.error_handlers import ERROR_RESPONSES
 from pcfjudge.doors.reward_plan import Item, check_samples, failure_error, judge_plan, plan
 from pcfjudge.errors import client_error
 from pcfjudge.reward.text import chat_text, strip_end_tokens
@@ -53,7 +53,7 @@ OptionsDep = Annotated[RewardOptions, Depends(query_options)]
 async def openrlhf_route(body: OpenRLHFRequest, options: OptionsDep, services: ServicesDep) -> OpenRLHFResponse:
     """OpenRLHF's remote reward model protocol (see the module docstring); 503 + Retry-After on judging failures."""
     n = len(body.query)
-    check_samples(services, n, "query")  # before any work on them
+    check_samples(services.settings, n, "query")  # before any work on them
     if len(body.prompts) != n:
         raise client_error("prompts", f"send one prompt per query ({n} queries, {len(body.prompts)} prompts)")
     labels = body.labels if body.labels is not None else [None] * n
@@ -69,7 +69,8 @@ async def openrlhf_route(body: OpenRLHFRequest, options: OptionsDep, services: S
         items.append(Item(prompt, strip_end_tokens(query[len(prompt) :]), None if label is None else str(label)))
     if not items:  # OpenRLHF shards a batch over several URLs; a shard may be empty
         return OpenRLHFResponse(rewards=[], scores=[], extra_logs={})
-    judged = await judge_plan(services, plan(services, options, items, "query"))
+    reward_plan = plan(services.settings, services.judge, options, items, "query")
+    judged = await judge_plan(services.settings, services.rewards, reward_plan)
     if judged.failures:
         raise failure_error(judged.failures, status=503)
     rewards = [s.reward for s in judged.samples if s.reward is not None]
@@ -93,7 +94,8 @@ async def slime_route(body: SlimeRequest, options: OptionsDep, services: Service
     if not prompt.strip():
         raise client_error("prompt", "must not be empty or only whitespace")
     label = None if body.label is None else str(body.label)
-    judged = await judge_plan(services, plan(services, options, [Item(prompt, body.response, label)], "body"))
+    reward_plan = plan(services.settings, services.judge, options, [Item(prompt, body.response, label)], "body")
+    judged = await judge_plan(services.settings, services.rewards, reward_plan)
     if judged.failures:
         raise failure_error(judged.failures, status=503)
     return SlimeResponse.model_validate(judged.samples[0].model_dump())

@@ -63,8 +63,8 @@ async def _phase(name: str, services: Services, requests: list[ListwiseRequest],
     async def one(body: ListwiseRequest) -> None:
         async with gate:
             started = time.perf_counter()
-            result = await services.judge.listwise(build_task(body, services))
-            to_response(result, "bench", True, services)
+            result = await services.judge.listwise(build_task(body, services.settings, services.judge))
+            to_response(result, "bench", True)
             phase.latencies_ms.append((time.perf_counter() - started) * 1000)
             phase.backend_calls += result.backend_calls
             phase.cache_hits += result.cache_hits

@@ -49,7 +49,7 @@ def main() -> None:
         host="127.0.0.1",
         port=args.port,
         log_level=args.log_level,
-        http="pcfjudge.cli.serve_command:HeaderTimeoutProtocol",
+        http="pcfjudge.api.header_timeout:HeaderTimeoutProtocol",
         timeout_keep_alive=max(1, round(settings.keep_alive_s)),
         access_log=False,
         log_config=log_config(settings.log_format, args.log_level),

@@ -8,24 +8,23 @@ deadline or quorum itself.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import sys
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import httpx
 
+from pcfjudge.backends.registry import ResolvedModel
 from pcfjudge.engine.failures import JudgingFailed
 from pcfjudge.engine.listwise_runs import ListwiseTask, RunPlan, plan_runs
 from pcfjudge.engine.pairwise_passes import PairwiseTask, PassName, PlannedPass, plan_passes
 from pcfjudge.engine.runner import CallOutcome
 from pcfjudge.settings import Settings
-from pcfjudge.tooling.eval.progress import Estimate, Progress, paid_run_gate
+from pcfjudge.tooling.eval.progress import Estimate, Progress
 from pcfjudge.tooling.eval.replay import ReplayRunner
 from pcfjudge.tooling.eval.report_fmt import is_simulation
 from pcfjudge.tooling.eval.runlog import LOG_NAME, PlannedCall, RunLog
@@ -54,6 +53,10 @@ class Planner(Protocol):
     def plan_pairwise(self, task: PairwiseTask) -> dict[PassName, PlannedPass]: ...
 
 
+def _named(model: ResolvedModel | str | None) -> str:
+    return model.string if isinstance(model, ResolvedModel) else model or ""
+
+
 class ServicePlanner:
     """The plan of a task a deployed service judges (``--server``): its runs' executions, indices, orders, samples.
 
@@ -63,10 +66,10 @@ class ServicePlanner:
     """
 
     def plan_listwise(self, task: ListwiseTask) -> RunPlan:
-        return plan_runs(task, task.model or "", DecodingParams())
+        return plan_runs(task, _named(task.model), DecodingParams())
 
     def plan_pairwise(self, task: PairwiseTask) -> dict[PassName, PlannedPass]:
-        return plan_passes(task, task.model or "", DecodingParams())
+        return plan_passes(task, _named(task.model), DecodingParams())
 
 
 @dataclass
@@ -153,60 +156,6 @@ def check_manifest(out_dir: Path, fields: Mapping[str, Any]) -> str | None:
 def price_for(settings: Settings, model: str) -> tuple[float, float] | None:
     """USD per million (input, output) tokens: the configured price, zero for the simulated judge, else None."""
     return (0.0, 0.0) if is_simulation(model) else settings.prices.get(model)
-
-
-async def collect(
-    settings: Settings,
-    args: argparse.Namespace,
-    log: RunLog,
-    collector: Collector[T],
-    items: Sequence[T],
-    *,
-    desc: str,
-) -> int:
-    """Resolve the model, gate a paid run, then judge every item in process or through ``--server`` with a
-    progress bar, ``--concurrency`` items at a time.
-
-    Returns the number of requests that failed; raises EvalError when the run cannot start.
-    """
-    from pcfjudge.backends.registry import ModelError
-    from pcfjudge.services import Services
-
-    services = None if args.server else Services.build(settings)
-    try:
-        planner: Planner = ServicePlanner() if services is None else services.judge
-        if services is not None:
-            try:
-                services.judge.model(args.model)
-            except ModelError as exc:
-                raise EvalError(str(exc)) from None
-        price = price_for(settings, args.model)
-        judge = services.judge if services is not None else None
-        if getattr(args, "batch", None) is not None:
-            if services is None:
-                raise EvalError("--batch judges in process (it fills this machine's cache): drop --server")
-            from pcfjudge.tooling.eval.batch_fill import (
-                fill_from_batches,  # estimate at the batch price, submit, wait, collect
-            )
-
-            judge = await fill_from_batches(services, args, collector, items, log)  # answers from the batches only
-        else:
-            estimate = collector.estimate(items, planner, log, settings.max_output_tokens)
-            if (gate := paid_run_gate(args.model, estimate, price, yes=args.yes)) is not None:
-                raise EvalError(gate)
-        progress = Progress(collector.missing(items, planner, log), desc, price)
-        try:
-            if services is not None:
-                session = Session(log, progress, planner, judge=judge, timeout_s=args.timeout)
-                return await judge_all(items, args.concurrency, partial(collector.judge, session))
-            async with httpx.AsyncClient(base_url=args.server, timeout=args.timeout + 30) as client:
-                session = Session(log, progress, planner, client=client)
-                return await judge_all(items, args.concurrency, partial(collector.post, session))
-        finally:
-            progress.close()
-    finally:
-        if services is not None:
-            await services.aclose()
 
 
 async def judge_all(items: Iterable[T], concurrency: int, one: Callable[[T], Awaitable[int]]) -> int:

@@ -5,8 +5,9 @@ from __future__ import annotations
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, TextIO
+from typing import Any
 
+from pcfjudge.batch.ask import confirm
 from pcfjudge.tooling.eval.report_fmt import is_simulation
 from pcfjudge.types import Usage, usd
 
@@ -76,17 +77,6 @@ class Estimate:
         else:
             text += f" (set PCFJ_PRICES='{{\"{model}\": [input_usd_per_mtok, output_usd_per_mtok]}}' for a cost)"
         return text
-
-
-def confirm(prompt: str, *, stdin: TextIO | None = None, stderr: TextIO | None = None) -> bool:
-    """Ask yes/no on the terminal; with no interactive stdin, refuse (the caller says to pass --yes)."""
-    stdin = stdin or sys.stdin
-    stderr = stderr or sys.stderr
-    if not stdin.isatty():
-        return False
-    stderr.write(f"{prompt} [y/N] ")
-    stderr.flush()
-    return stdin.readline().strip().lower() in {"y", "yes"}
 
 
 def paid_run_gate(model: str, estimate: Estimate, price: tuple[float, float] | None, *, yes: bool) -> str | None:

@@ -16,7 +16,7 @@ from typing import Any
 
 from pcfjudge.engine.runner import CallOutcome
 from pcfjudge.jsonl import JsonlAppender
-from pcfjudge.judging.types import CandidateJudgment, RunJudgments
+from pcfjudge.judging.run_records import CandidateJudgment, RunJudgments
 from pcfjudge.types import Usage
 
 LOG_NAME = "runs.jsonl"

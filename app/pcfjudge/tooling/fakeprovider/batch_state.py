@@ -31,7 +31,6 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
-from starlette.routing import Route
 
 from pcfjudge.tooling.fakeprovider import fake_task as task
 from pcfjudge.tooling.fakeprovider.wire import Reply, Wire
@@ -319,7 +318,7 @@ def validation_error(exc: ValidationError) -> JSONResponse:
     return JSONResponse({"error": "validation_error", "detail": f"{where}: {first['msg']}"}, 422)
 
 
-async def _set_knobs(request: Request) -> Response:
+async def set_knobs(request: Request) -> Response:
     book: BatchBook = request.app.state.fake.batches
     try:
         plan = KnobPlan.model_validate_json(await request.body())
@@ -329,19 +328,6 @@ async def _set_knobs(request: Request) -> Response:
     return JSONResponse(book.summary())
 
 
-async def _show(request: Request) -> Response:
+async def show_batches(request: Request) -> Response:
     book: BatchBook = request.app.state.fake.batches
     return JSONResponse(book.summary())
-
-
-def batch_routes() -> list[Route]:
-    """Every batch endpoint of both providers and the batch control endpoints (mounted by ``create_fake_app``)."""
-    from pcfjudge.tooling.fakeprovider.batch_anthropic import anthropic_batch_routes
-    from pcfjudge.tooling.fakeprovider.batch_openai import openai_batch_routes
-
-    return [
-        *openai_batch_routes(),
-        *anthropic_batch_routes(),
-        Route("/_control/batches", _set_knobs, methods=["POST"]),
-        Route("/_control/batches", _show, methods=["GET"]),
-    ]

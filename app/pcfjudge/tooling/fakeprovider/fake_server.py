@@ -26,7 +26,9 @@ from starlette.routing import Route
 
 from pcfjudge.tooling.fakeprovider import fake_task as task
 from pcfjudge.tooling.fakeprovider.anthropic_wire import AnthropicWire
-from pcfjudge.tooling.fakeprovider.batch_state import batch_routes
+from pcfjudge.tooling.fakeprovider.batch_anthropic import anthropic_batch_routes
+from pcfjudge.tooling.fakeprovider.batch_openai import openai_batch_routes
+from pcfjudge.tooling.fakeprovider.batch_state import set_knobs, show_batches
 from pcfjudge.tooling.fakeprovider.openai_wire import OpenAIWire
 from pcfjudge.tooling.fakeprovider.state import HTTP_FAULTS, FakeConfig, FakeState, Fault
 from pcfjudge.tooling.fakeprovider.wire import Reply, Wire
@@ -202,7 +204,10 @@ def create_fake_app(config: FakeConfig | None = None) -> Starlette:
             Route("/_control/reset", _reset, methods=["POST"]),
             Route("/_control/calls", _calls, methods=["GET"]),
             Route("/healthz", _healthz, methods=["GET"]),
-            *batch_routes(),  # OpenAI Files + Batches, Anthropic Message Batches, /_control/batches
+            *openai_batch_routes(),  # OpenAI Files + Batches
+            *anthropic_batch_routes(),  # Anthropic Message Batches
+            Route("/_control/batches", set_knobs, methods=["POST"]),  # the batch knobs (``batch_state``)
+            Route("/_control/batches", show_batches, methods=["GET"]),
         ]
     )
     app.state.fake = FakeState(config or FakeConfig())

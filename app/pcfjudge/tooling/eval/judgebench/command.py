@@ -9,8 +9,9 @@ from pathlib import Path
 from pcfjudge.engine.judge import prompt_style
 from pcfjudge.judging.pairwise_prompts import pairwise_version
 from pcfjudge.settings import Settings
+from pcfjudge.tooling.eval.collection import collect
 from pcfjudge.tooling.eval.data import HubData, resolve
-from pcfjudge.tooling.eval.harness import check_manifest, collect, fail, run_logged
+from pcfjudge.tooling.eval.harness import check_manifest, fail, run_logged
 from pcfjudge.tooling.eval.judgebench.collect import JbCollector
 from pcfjudge.tooling.eval.judgebench.loader import JudgeBenchPair, load_judgebench, load_judgebench_hub
 from pcfjudge.tooling.eval.judgebench.report import JbMeta, build_summary, render_markdown, write_report

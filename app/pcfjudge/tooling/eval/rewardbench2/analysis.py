@@ -18,7 +18,7 @@ from typing import Any
 
 from pcfjudge.judging import consensus as cons
 from pcfjudge.judging.permutations import max_k as schedule_cap
-from pcfjudge.judging.types import RunJudgments
+from pcfjudge.judging.run_records import RunJudgments
 from pcfjudge.tooling.eval.accuracy import accuracy, paired_counts, sign_test, top1_score
 from pcfjudge.tooling.eval.runlog import judgments_from_json, latest_success
 

@@ -9,8 +9,9 @@ from pathlib import Path
 from pcfjudge.engine.judge import prompt_style
 from pcfjudge.judging.prompts import listwise_version
 from pcfjudge.settings import Settings
+from pcfjudge.tooling.eval.collection import collect
 from pcfjudge.tooling.eval.data import HubData, resolve
-from pcfjudge.tooling.eval.harness import check_manifest, collect, fail, run_logged
+from pcfjudge.tooling.eval.harness import check_manifest, fail, run_logged
 from pcfjudge.tooling.eval.options import check_common, command_line, parse_k_option
 from pcfjudge.tooling.eval.progress import missing_eval_extra
 from pcfjudge.tooling.eval.rewardbench2.collect import Rb2Collector, Rb2Plan

@@ -1,9 +1,11 @@
-"""One error shape for every failure: ``{"error": kind, "detail": what and how to fix}``.
+"""One error shape for every failure: ``{"error": kind, "detail": what and how to fix}``. The one place an
+exception becomes an HTTP answer:
 
-ApiError (status, kind)                 raised by routes and the front doors' domain code (pcfjudge.errors) for
-                                        client mistakes (4xx) and backend trouble (5xx)
-Refusal (status, kind)                  a guard declined: caps and allowlist (422), quota (429), overload (503)
-JudgingFailed                           too few runs succeeded: 502/503/504 (counted through decisions.judged)
+ApiError (status, kind)                 raised by the front doors (pcfjudge.errors, pcfjudge.doors) for client
+                                        mistakes (4xx) and backend trouble (5xx)
+Refusal (status, kind)                  declined: caps and allowlist (422), quota (429), overload (503)
+JudgingFailed                           too few runs succeeded: 502/503/504 (counted through doors.decisions.judged)
+BudgetError (field)                     max_calls / max_cost_usd cannot pay for one run: 422 naming the field
 RequestValidationError                  → 422 validation_error, or 400 invalid_json for a body that is not JSON
 StarletteHTTPException                  → its status (404 not_found, 405 method_not_allowed, …)
 api.middleware.body.BodyMiddleware      → 413 body_too_large, 408 body_timeout
@@ -21,7 +23,8 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from pcfjudge.engine.failures import JudgingFailed
-from pcfjudge.errors import ApiError, Refusal, backend_failure
+from pcfjudge.errors import ApiError, Refusal, client_error
+from pcfjudge.judging.waves import BudgetError
 from pcfjudge.schemas.common import ErrorResponse
 
 
@@ -37,12 +40,6 @@ def _field(loc: tuple[Any, ...]) -> str:
     """``candidates.1.text`` from pydantic's location (without ``body``, union tags or validator names)."""
     parts = [str(p) for p in loc if p not in ("body", "string", "object") and "[" not in str(p)]
     return ".".join(parts) or "body"
-
-
-async def _api_error(request: Request, exc: Exception) -> JSONResponse:
-    assert isinstance(exc, ApiError)
-    extra = {"errors": [{"field": exc.field, "message": exc.detail}]} if exc.field else {}
-    return JSONResponse(error_body(exc.kind, exc.detail, request, **extra), exc.status, headers=exc.headers)
 
 
 async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
@@ -79,18 +76,29 @@ async def _http_error(request: Request, exc: Exception) -> JSONResponse:
     return JSONResponse(error_body(kind, detail, request), exc.status_code, headers=getattr(exc, "headers", None))
 
 
-async def _refusal(request: Request, exc: Exception) -> JSONResponse:
-    assert isinstance(exc, Refusal)
-    return await _api_error(request, refused(exc))
+def as_api_error(exc: Exception) -> ApiError | None:
+    """The answer for an error raised below the routes (None: not one of ours). Every front door's errors pass
+    through here, in the service's shape (the handlers below) or in a wire format's own (TEI's rerank route)."""
+    if isinstance(exc, ApiError):
+        return exc
+    if isinstance(exc, Refusal):
+        return ApiError(exc.status, exc.kind, exc.detail, headers=exc.headers(), field=exc.field)
+    if isinstance(exc, JudgingFailed):  # too few runs succeeded: 502/503/504; a 503 always says when to retry
+        if exc.retry_after is not None:
+            headers: dict[str, str] | None = {"Retry-After": str(max(1, round(exc.retry_after)))}
+        else:
+            headers = {"Retry-After": "5"} if exc.status == 503 else None
+        return ApiError(exc.status, exc.kind, exc.detail, headers=headers)
+    if isinstance(exc, BudgetError):
+        return client_error(exc.field, exc.detail)
+    return None
 
 
-async def _judging_failed(request: Request, exc: Exception) -> JSONResponse:
-    assert isinstance(exc, JudgingFailed)
-    return await _api_error(request, backend_failure(exc))
-
-
-def refused(exc: Refusal) -> ApiError:
-    return ApiError(exc.status, exc.kind, exc.detail, headers=exc.headers(), field=exc.field)
+async def _ours(request: Request, exc: Exception) -> JSONResponse:
+    error = as_api_error(exc)
+    assert error is not None
+    extra = {"errors": [{"field": error.field, "message": error.detail}]} if error.field else {}
+    return JSONResponse(error_body(error.kind, error.detail, request, **extra), error.status, headers=error.headers)
 
 
 def json_response(body: dict[str, Any], status: int, headers: dict[str, str] | None = None) -> JSONResponse:
@@ -99,9 +107,8 @@ def json_response(body: dict[str, Any], status: int, headers: dict[str, str] | N
 
 
 def install(app: FastAPI) -> None:
-    app.add_exception_handler(ApiError, _api_error)
-    app.add_exception_handler(Refusal, _refusal)
-    app.add_exception_handler(JudgingFailed, _judging_failed)
+    for kind in (ApiError, Refusal, JudgingFailed, BudgetError):
+        app.add_exception_handler(kind, _ours)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)
 

@@ -1,0 +1,87 @@
+"""Import aliases for the modules that moved in 0.2 (the layered layout), kept for one release.
+
+``import pcfjudge.api.schemas.listwise`` (and ``from pcfjudge.judge import Judge``, …) still works: the old name is a
+module that forwards every attribute to the new one (the same objects), after a ``DeprecationWarning`` naming the
+new import. Nothing in the package imports an old name; ``pcfjudge/__init__.py`` installs the finder.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import sys
+import warnings
+from types import ModuleType
+from typing import Any
+
+MOVED = {
+    "pcfjudge.api.schemas": "pcfjudge.schemas",
+    "pcfjudge.api.schemas.common": "pcfjudge.schemas.common",
+    "pcfjudge.api.schemas.listwise": "pcfjudge.schemas.listwise_schema",
+    "pcfjudge.api.schemas.pairwise": "pcfjudge.schemas.pairwise_schema",
+    "pcfjudge.api.schemas.rerank": "pcfjudge.schemas.rerank_schema",
+    "pcfjudge.api.schemas.reward": "pcfjudge.schemas.reward_schema",
+    "pcfjudge.judge": "pcfjudge.engine.judge",
+    "pcfjudge.judging.listwise": "pcfjudge.engine.listwise_runs",
+    "pcfjudge.judging.pairwise": "pcfjudge.engine.pairwise_passes",
+    "pcfjudge.judging.runner": "pcfjudge.engine.runner",
+    "pcfjudge.metrics": "pcfjudge.telemetry.metrics",
+    "pcfjudge.refusal": "pcfjudge.errors",
+    "pcfjudge.eval": "pcfjudge.tooling.eval",
+    "pcfjudge.bench": "pcfjudge.tooling.bench",
+    "pcfjudge.fakeprovider": "pcfjudge.tooling.fakeprovider",
+}
+"""Old module name → where it lives now (a package's submodules follow it: ``pcfjudge.eval.harness`` →
+``pcfjudge.tooling.eval.harness``)."""
+
+
+def new_name(old: str) -> str | None:
+    """Where the module once called ``old`` lives now (None: it did not move)."""
+    if old in MOVED:
+        return MOVED[old]
+    parent, _, leaf = old.rpartition(".")
+    if not parent:
+        return None
+    moved_parent = new_name(parent)
+    return f"{moved_parent}.{leaf}" if moved_parent is not None else None
+
+
+class _Alias(importlib.abc.Loader):
+    def __init__(self, new: str) -> None:
+        self.new = new
+
+    def exec_module(self, module: ModuleType) -> None:
+        warnings.warn(
+            f"{module.__name__} moved to {self.new}; import it from there (the old name goes in the next release)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        target = importlib.import_module(self.new)
+
+        def forward(name: str) -> Any:
+            return getattr(target, name)
+
+        module.__getattr__ = forward  # type: ignore[method-assign]
+        module.__all__ = getattr(target, "__all__", [n for n in vars(target) if not n.startswith("_")])  # type: ignore[attr-defined]
+        if hasattr(target, "__path__"):  # a package: its old submodules resolve through this finder too
+            module.__path__ = []
+
+
+class _Finder(importlib.abc.MetaPathFinder):
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> importlib.machinery.ModuleSpec | None:
+        new = new_name(fullname)
+        if new is None:
+            return None
+        found = importlib.util.find_spec(new)
+        if found is None:
+            return None
+        return importlib.machinery.ModuleSpec(
+            fullname, _Alias(new), is_package=found.submodule_search_locations is not None
+        )
+
+
+def install() -> None:
+    if not any(isinstance(f, _Finder) for f in sys.meta_path):
+        sys.meta_path.append(_Finder())
