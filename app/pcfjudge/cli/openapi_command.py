@@ -9,7 +9,7 @@ from pcfjudge.api.app import create_app
 from pcfjudge.settings import Settings
 
 # From a checkout: <repo>/openapi/openapi.json (this file is <repo>/app/pcfjudge/openapi_export.py).
-DEFAULT_PATH = Path(__file__).resolve().parents[2] / "openapi" / "openapi.json"
+DEFAULT_PATH = Path(__file__).resolve().parents[3] / "openapi" / "openapi.json"
 
 
 def render() -> str:

@@ -26,12 +26,16 @@ def record_listwise(result: ListwiseResult, metrics: Metrics) -> None:
         m.child(m.DEGRADED, endpoint).inc()
     if result.stopped is not None:
         m.child(m.STOPS, result.stopped).inc()
+    picks: dict[int, float] = {}  # displayed position → share of this decision's top picks (one update each)
     for run in result.runs:
         if run.result is None:
             continue
         tops = top_set(run.result)
         for cid in tops:
-            m.child(m.TOP_PICKS, endpoint, str(run.order.index(cid))).inc(1 / len(tops))
+            position = run.order.index(cid)
+            picks[position] = picks.get(position, 0.0) + 1 / len(tops)
+    for position, share in picks.items():
+        m.child(m.TOP_PICKS, endpoint, str(position)).inc(share)
     if result.mode != "consensus":
         return
     if result.direct_winners is not None and set(result.direct_winners) != set(result.consensus.winners):

@@ -120,12 +120,13 @@ def execution_stats(ids: Sequence[str], runs: Sequence[RunJudgments], weights: W
     sums = {cid: [0.0] * 6 for cid in ids}
     for run in runs:
         tops = top_set(run)
-        for cid in ids:
-            j = run.judgments[cid]
+        share = 1.0 / len(tops)
+        for cid, j in run.judgments.items():
             acc = sums[cid]
             acc[0] += j.score
             acc[1] += n - j.rank
-            acc[2] += (1.0 / len(tops)) if cid in tops else 0.0
+            if cid in tops:
+                acc[2] += share
             acc[3] += j.calibrated_uncertainty
             acc[4] += j.major_error
             acc[5] += j.hallucinated_specificity

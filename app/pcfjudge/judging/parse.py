@@ -7,12 +7,12 @@ import json
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 
-from pcfjudge.judging.consensus import ranks_from_scores
+from pcfjudge.judging.consensus import ranks_from_scores, tops_of
 from pcfjudge.judging.run_records import CandidateJudgment, RankSource, RunJudgments
 
 
@@ -71,6 +71,10 @@ def _flag(entry: dict[str, Any], name: str, label: str) -> bool:
     return value
 
 
+MAPPED_PER_ANSWER = 64
+"""Mappings ``ListwiseAnswer.in_input_order`` keeps per answer (a cached answer is read by few request shapes)."""
+
+
 @dataclass(frozen=True, slots=True)
 class ListwiseAnswer:
     """A validated listwise answer by displayed position (position ``p`` is label ``labels[p]``), before any ids.
@@ -80,10 +84,26 @@ class ListwiseAnswer:
 
     judgments: tuple[CandidateJudgment, ...]
     rank_source: RankSource
+    _mapped: dict[tuple[tuple[str, ...], tuple[str, ...]], RunJudgments] = field(
+        default_factory=dict, compare=False, repr=False
+    )
 
     def for_ids(self, ids: Sequence[str]) -> RunJudgments:
         """Judgments keyed by ``ids[p]``, the original id of the candidate shown at position ``p``."""
         return RunJudgments(judgments=dict(zip(ids, self.judgments, strict=True)), rank_source=self.rank_source)
+
+    def in_input_order(self, shown: Sequence[str], ids: Sequence[str]) -> RunJudgments:
+        """``for_ids(shown)`` with the judgments in the input order ``ids`` and the run's top set computed, kept per
+        (shown, ids): a cached answer read again by the same request shape (the warm path) is mapped once."""
+        key = (tuple(shown), tuple(ids))
+        found = self._mapped.get(key)
+        if found is None:
+            by_id = dict(zip(shown, self.judgments, strict=True))
+            judgments = {cid: by_id[cid] for cid in ids}
+            found = RunJudgments(judgments, self.rank_source, tops_of(judgments))
+            if len(self._mapped) < MAPPED_PER_ANSWER:
+                self._mapped[key] = found
+        return found
 
 
 def parse_listwise(answer: str | dict[str, Any], labels: Sequence[str], ids: Sequence[str]) -> RunJudgments:

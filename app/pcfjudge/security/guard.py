@@ -48,16 +48,22 @@ class Guard:
         self.settings = settings
         self.limiter = limiter or MemoryLimiter()
         self.allowlist = settings.model_allowlist()
+        self._allowed: set[str] = set()  # model strings seen to match the allowlist (a handful per service)
 
     def check_model(self, model: str) -> None:
-        if not any(fnmatchcase(model, pattern) for pattern in self.allowlist):
-            allowed = ", ".join(self.allowlist)
-            raise Refusal(
-                422,
-                "model_not_allowed",
-                f"model: {model!r} is not allowed on this server; use one of: {allowed} (PCFJ_ALLOWED_MODELS)",
-                field="model",
-            )
+        if model in self._allowed:
+            return
+        if any(fnmatchcase(model, pattern) for pattern in self.allowlist):
+            if len(self._allowed) < 1024:
+                self._allowed.add(model)
+            return
+        allowed = ", ".join(self.allowlist)
+        raise Refusal(
+            422,
+            "model_not_allowed",
+            f"model: {model!r} is not allowed on this server; use one of: {allowed} (PCFJ_ALLOWED_MODELS)",
+            field="model",
+        )
 
     def check_plan(self, calls: int, texts: Sequence[str], *, field: str = "k") -> None:
         s = self.settings

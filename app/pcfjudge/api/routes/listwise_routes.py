@@ -7,7 +7,7 @@ import orjson
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
-from pcfjudge.api.deps import ServicesDep
+from pcfjudge.api.deps import services_of
 from pcfjudge.api.error_handlers import ERROR_RESPONSES
 from pcfjudge.doors.decisions import judged, record_listwise
 from pcfjudge.doors.listwise_response import response_data
@@ -18,8 +18,9 @@ router = APIRouter()
 
 
 @router.post("/judge/listwise", response_model=ListwiseResponse, responses=ERROR_RESPONSES)
-async def judge_listwise_route(body: ListwiseRequest, request: Request, services: ServicesDep) -> Response:
+async def judge_listwise_route(body: ListwiseRequest, request: Request) -> Response:
     """PCFJudge: judge the candidates over K permutations and return the permutation consensus (paper Eq. 1–5)."""
+    services = services_of(request)
     task = build_task(body, services.settings, services.judge)
     result = await judged("/judge/listwise", services.judge.listwise(task))
     record_listwise(result, services.metrics)
