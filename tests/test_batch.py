@@ -15,7 +15,7 @@ from pcfjudge.batch.ids import PATTERN, custom_id
 from pcfjudge.batch.job import BatchError, BatchJob
 from pcfjudge.batch.probe import Probe
 from pcfjudge.batch.store import STATE, BatchState
-from pcfjudge.cache.base import PARSED
+from pcfjudge.cache.interface import PARSED
 from pcfjudge.engine.failures import JudgingFailed
 from pcfjudge.engine.judge import Judge
 from pcfjudge.engine.listwise_runs import ListwiseResult, ListwiseTask

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pcfjudge.judging import consensus as cons
 from pcfjudge.judging import permutations as perms
-from pcfjudge.judging.types import CandidateJudgment, RunJudgments
+from pcfjudge.judging.run_records import CandidateJudgment, RunJudgments
 
 
 def run(scores: dict[str, float], ranks: dict[str, float] | None = None, unc: set[str] = frozenset()) -> RunJudgments:

@@ -164,6 +164,6 @@ def test_dockerignore_sends_only_what_the_dockerfile_copies() -> None:
     assert files, "nothing would be sent"
     outside = {f for f in files if not any(f == s or f.startswith(s.rstrip("/") + "/") for s in sources)}
     assert not outside, f"sent to the builder but never copied: {sorted(outside)[:10]}"
-    assert {"pyproject.toml", "README.md", "app/pcfjudge/cli.py"} <= files
+    assert {"pyproject.toml", "README.md", "app/pcfjudge/cli/main.py"} <= files
     assert not any("__pycache__" in f or f.endswith(".pyc") for f in files)
     assert all(excluded(f"{d}/x/y.py") for d in PRUNED), "local state would reach the builder"

@@ -13,7 +13,7 @@ from pcfjudge.backends.base import Completion, JudgeCall
 from pcfjudge.backends.sim import SimBackend
 from pcfjudge.cli.main import main
 from pcfjudge.judging import consensus as cons
-from pcfjudge.judging.types import CandidateJudgment, RunJudgments
+from pcfjudge.judging.run_records import CandidateJudgment, RunJudgments
 from pcfjudge.tooling.eval.accuracy import sign_test
 
 from tests.eval_synth import write_rewardbench2

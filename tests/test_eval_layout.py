@@ -1,12 +1,12 @@
-"""The eval commands and their argparse wiring import in one direction only: ``eval.cli`` → commands → ``eval.options``
-(no import circle between ``eval/cli.py`` and the two eval commands)."""
+"""The eval commands and their argparse wiring import in one direction only: ``eval_command`` → commands → ``options``
+(no import circle between ``eval_command.py`` and the two eval commands)."""
 
 from __future__ import annotations
 
 import ast
 from pathlib import Path
 
-EVAL = Path(__file__).resolve().parents[1] / "app" / "pcfjudge" / "eval"
+EVAL = Path(__file__).resolve().parents[1] / "app" / "pcfjudge" / "tooling" / "eval"
 
 
 def imported(path: Path) -> set[str]:

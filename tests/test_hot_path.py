@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from pcfjudge.backends.base import Completion, JudgeCall
 from pcfjudge.backends.sim import SimJudge, SimParams
-from pcfjudge.cache.base import PARSED
+from pcfjudge.cache.interface import PARSED
 from pcfjudge.cache.redis_cache import RedisCache
 from pcfjudge.cache.redis_client import connect
 from pcfjudge.engine import listwise_runs as listwise
@@ -94,7 +94,7 @@ def _task(services: Any, k: int) -> listwise.ListwiseTask:
     from pcfjudge.doors.listwise_task import build_task
     from pcfjudge.schemas.listwise_schema import ListwiseRequest
 
-    task: listwise.ListwiseTask = build_task(ListwiseRequest.model_validate({**BODY, "k": k}), services)
+    task: listwise.ListwiseTask = build_task(ListwiseRequest.model_validate({**BODY, "k": k}), services.settings, services.judge)
     return task
 
 

@@ -18,7 +18,7 @@ from pcfjudge.cache.redis_client import connect
 from pcfjudge.engine.failures import JudgingFailed
 from pcfjudge.engine.listwise_runs import ListwiseResult, ListwiseTask, judge_listwise
 from pcfjudge.engine.runner import Runner
-from pcfjudge.judging.keys import cache_key, item_hash
+from pcfjudge.judging.cache_keys import cache_key, item_hash
 from pcfjudge.judging.prompts import PromptStyle
 from pcfjudge.services import Services
 from pcfjudge.settings import Settings

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pcfjudge.backends.base import BackendTimeout, Completion, JudgeCall, ProviderError
 from pcfjudge.backends.registry import ResolvedModel
-from pcfjudge.backends.slots import Shed, Slots
+from pcfjudge.backends.slots import Saturated, Shed, Slots
 from pcfjudge.cache.memory import MemoryCache
 from pcfjudge.engine.runner import CallSpec, Runner
 from pcfjudge.errors import Refusal
@@ -128,7 +128,7 @@ def test_a_waiting_call_past_hope_is_shed_and_an_idle_backend_still_admits_a_pro
         await task
         slots.latency_s = 100.0  # learnt as hung: still, an idle backend admits a probe of one round
         slots.reserve(1, remaining_s=1.0)
-        with pytest.raises(Refusal):
+        with pytest.raises(Saturated):
             slots.reserve(1, remaining_s=1.0)
         slots.release(1)
 

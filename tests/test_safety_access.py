@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pcfjudge.security.keys import KeyRing
+from pcfjudge.security.api_keys import KeyRing
 from pcfjudge.settings import Settings
 from pydantic import SecretStr
 

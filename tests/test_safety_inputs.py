@@ -92,6 +92,7 @@ async def test_an_unexpected_exception_is_one_json_500_with_the_request_id(caplo
 
         class Broken:
             style = real.style
+            model = real.model
 
             async def listwise(self, task: object) -> object:
                 raise RuntimeError("boom in the judge")

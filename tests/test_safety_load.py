@@ -206,13 +206,12 @@ async def test_past_the_pending_limit_a_request_is_refused_at_the_door() -> None
 
 
 def test_an_idle_backend_admits_a_request_larger_than_its_queue() -> None:
-    from pcfjudge.backends.slots import Slots
-    from pcfjudge.errors import Refusal
+    from pcfjudge.backends.slots import Saturated, Slots
 
     slots = Slots(size=2, max_queued=0)
     slots.reserve(21, remaining_s=1.0)  # nothing ahead (and no latency measured yet): admitted
     assert slots.reserved == 21
-    with pytest.raises(Refusal) as refused:
+    with pytest.raises(Saturated) as refused:  # a backend error; the runner declines the request with it
         slots.reserve(1, remaining_s=1.0)  # now something is ahead: the queue is full
     assert refused.value.status == 503 and refused.value.retry_after is not None
     slots.release(21)
