@@ -3,13 +3,14 @@
 # llama-cpp-python sdist vendors, once per machine, into ~/.cache/pcfjudge (the engine tests use it for the
 # json_schema dialect; llama-cpp-python's server speaks json_object + schema), compiled portably
 # (scripts/llama_flags.sh: no -march=native, no AMX). Prints the binary's path.
-#   bash scripts/llama_server.sh
+#   bash scripts/llama_server.sh            build it if missing; print its path
+#   bash scripts/llama_server.sh --path     print the path this machine's build has (or would have)
 set -euo pipefail
 source "$(cd "$(dirname "$0")" && pwd)/llama_flags.sh"
 version="${LLAMA_CPP_PYTHON_VERSION:-0.3.36}"
 cache="${PCFJ_ENGINE_CACHE:-$HOME/.cache/pcfjudge}/llama-server-$version-$LLAMA_BUILD_STAMP"
 bin="$cache/bin/llama-server"
-if [ -x "$bin" ]; then echo "$bin"; exit 0; fi
+if [ -x "$bin" ] || [ "${1:-}" = "--path" ]; then echo "$bin"; exit 0; fi
 mkdir -p "$cache"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT

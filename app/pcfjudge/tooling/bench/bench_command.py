@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 
 def _cache(args: argparse.Namespace) -> int:
@@ -27,7 +28,7 @@ def _cache(args: argparse.Namespace) -> int:
 def _engine(args: argparse.Namespace) -> int:
     import asyncio
 
-    from pcfjudge.tooling.bench.engine_bench import EngineBench, format_report, run
+    from pcfjudge.tooling.bench.engine_bench import EngineBench, EngineGone, format_report, run
 
     bench = EngineBench(
         url=args.url,
@@ -38,7 +39,12 @@ def _engine(args: argparse.Namespace) -> int:
         concurrency=args.concurrency,
         max_output_tokens=args.max_output_tokens,
     )
-    print(format_report(bench, asyncio.run(run(bench))))
+    try:
+        passes = asyncio.run(run(bench))
+    except EngineGone as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print(format_report(bench, passes))
     return 0
 
 

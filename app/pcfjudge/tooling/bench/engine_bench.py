@@ -27,12 +27,14 @@ import orjson
 
 from pcfjudge.backends.base import JudgeCall
 from pcfjudge.backends.openai_backend import OpenAIBackend
+from pcfjudge.engine.failures import JudgingFailed
 from pcfjudge.engine.judge import Judge
 from pcfjudge.engine.listwise_runs import ListwiseTask
 from pcfjudge.judging import permutations as perms
 from pcfjudge.judging.prompts import Prompt, PromptStyle, new_nonce, render_listwise
 from pcfjudge.services import Services
 from pcfjudge.settings import Settings
+from pcfjudge.tooling.engine_faults import engine_gone, unreachable
 from pcfjudge.types import DecodingParams, Usage
 
 _FACTS = [
@@ -91,7 +93,11 @@ async def _bare(bench: EngineBench, backend: OpenAIBackend, work: list[tuple[str
     async with aiohttp.ClientSession(headers=headers, connector=aiohttp.TCPConnector(limit=0)) as session:
 
         async def call(body: bytes) -> dict[str, object]:
-            async with session.post(endpoint, data=body) as response:
+            try:
+                response = await session.post(endpoint, data=body)
+            except aiohttp.ClientConnectorError as exc:
+                raise EngineGone(engine_gone(bench.url, f"connection refused: {exc.os_error}")) from None
+            async with response:
                 data: dict[str, object] = orjson.loads(await response.read())
                 if response.status != 200:
                     done.failed_runs += 1
@@ -157,7 +163,12 @@ async def _pcfjudge(
             question, ids, answers, k=bench.k, cache_mode="bypass", model=f"openai:{bench.model}", style=style
         )
         async with gate:
-            result = await judge.listwise(task)
+            try:
+                result = await judge.listwise(task)
+            except JudgingFailed as exc:
+                if all(unreachable(r.error or "") for r in exc.runs):
+                    raise EngineGone(engine_gone(bench.url, exc.detail)) from None
+                raise
         done.judgments += 1
         done.failed_runs += sum(1 for r in result.runs if r.error)
         done.usage += result.usage
@@ -168,6 +179,10 @@ async def _pcfjudge(
     await asyncio.gather(*(judgment(q, a) for q, a in work))
     done.seconds = time.perf_counter() - started
     return done
+
+
+class EngineGone(Exception):
+    """The engine stopped accepting connections mid-run; the message says what it most likely died of."""
 
 
 async def run(bench: EngineBench) -> list[Pass]:

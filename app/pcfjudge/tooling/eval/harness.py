@@ -24,6 +24,7 @@ from pcfjudge.engine.listwise_runs import ListwiseTask, RunPlan, plan_runs
 from pcfjudge.engine.pairwise_passes import PairwiseTask, PassName, PlannedPass, plan_passes
 from pcfjudge.engine.runner import CallOutcome
 from pcfjudge.settings import Settings
+from pcfjudge.tooling.engine_faults import engine_gone, unreachable
 from pcfjudge.tooling.eval.progress import Estimate, Progress
 from pcfjudge.tooling.eval.replay import ReplayRunner
 from pcfjudge.tooling.eval.report_fmt import is_simulation
@@ -103,6 +104,9 @@ class Session:
         try:
             await (judge.listwise(task) if isinstance(task, ListwiseTask) else judge.pairwise(task))
         except JudgingFailed as exc:
+            errors = [r.error or "" for r in exc.runs] or [exc.detail]
+            if all(unreachable(error) for error in errors):  # the engine went away: every further item would fail
+                raise EvalError(engine_gone(None, exc.detail) + "; rerun the same command to resume") from None
             self.progress.write(f"{what}: {exc.detail} (rerun the same command to retry)")
             return 1
         return 0
