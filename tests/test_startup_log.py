@@ -58,7 +58,7 @@ def test_serve_says_it_once_even_with_two_workers(tmp_path: Path) -> None:
     text = serve_log(tmp_path, "--workers", "2")
     assert text.count(AUTH_OFF) == 1 and text.count(SIMULATED) == 1, text
     line = next(line for line in text.splitlines() if AUTH_OFF in line)
-    assert "WARNING pcfjudge.cli.serve_command" in line
+    assert "WARNING pcfjudge.server" in line
 
 
 @pytest.mark.slow
@@ -66,7 +66,7 @@ def test_serve_says_it_in_json_when_the_log_is_json(tmp_path: Path) -> None:
     text = serve_log(tmp_path, "--log-format", "json")
     records = [json.loads(line) for line in text.splitlines() if AUTH_OFF in line or SIMULATED in line]
     assert len(records) == 2 and all(
-        r["level"] == "WARNING" and r["logger"] == "pcfjudge.cli.serve_command" for r in records
+        r["level"] == "WARNING" and r["logger"] == "pcfjudge.server" for r in records
     )
 
 
