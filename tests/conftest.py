@@ -1,4 +1,4 @@
-"""Shared fixtures, built on ``tests/helpers.py``:
+"""Shared fixtures, built on ``tests/support/``:
 
 - ``client`` / ``make_client``: an in-process app client on embedded defaults (sim judge, in-process cache), or a
   factory taking ``Settings``;
@@ -18,16 +18,10 @@ import httpx
 import pytest
 from pcfjudge.tooling.fakeprovider.state import FakeConfig
 
-from tests.helpers import (
-    SCRUBBED_ENV_PREFIXES,
-    ClientFactory,
-    FakeProvider,
-    RedisServer,
-    app_client,
-    require_redis,
-    running_fake,
-    serve_process,
-)
+from tests.support.basics import SCRUBBED_ENV_PREFIXES
+from tests.support.inprocess import ClientFactory, FakeProvider, app_client, running_fake
+from tests.support.processes import serve_process
+from tests.support.redis_server import RedisServer, require_redis
 
 
 @pytest.fixture(autouse=True)

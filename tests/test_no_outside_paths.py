@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from tests.helpers import ROOT
+from tests.support.basics import ROOT
 
 SCANNED = ("app", "tests", "scripts", "pyproject.toml")  # deploy/ and docker/ name paths inside images, not here
 SUFFIXES = {".py", ".sh", ".js", ".html", ".css", ".toml", ".yaml", ".yml", ".json", ".cfg", ".ini", ".txt", ""}
@@ -44,7 +44,12 @@ def scanned_files() -> list[Path]:
 
 def test_the_scan_sees_the_tree() -> None:
     files = {f.relative_to(ROOT).as_posix() for f in scanned_files()}
-    assert {"app/pcfjudge/cli/main.py", "tests/test_eval_loaders.py", "scripts/test.sh", "pyproject.toml"} <= files
+    assert {
+        "app/pcfjudge/cli/main.py",
+        "tests/tooling/eval/test_eval_loaders.py",
+        "scripts/test.sh",
+        "pyproject.toml",
+    } <= files
 
 
 def test_the_pattern_catches_what_it_is_for() -> None:
@@ -56,7 +61,7 @@ def test_the_pattern_catches_what_it_is_for() -> None:
         '"../../outside/file.jsonl"',
     ]
     assert all(OUTSIDE.search(line) for line in caught)
-    allowed = ["ROOT = Path(__file__).resolve().parents[1]", '"/usr/bin/chromium"', '"static/vendor/x.js"']
+    allowed = ["ROOT = Path(__file__).resolve().parents[2]", '"/usr/bin/chromium"', '"static/vendor/x.js"']
     assert not any(OUTSIDE.search(line) for line in allowed)
 
 

@@ -1,7 +1,7 @@
 """MkDocs hook: the settings reference (``docs/operations/settings.md``) is generated from ``pcfjudge.settings`` at
 build time, so its variables, defaults and meanings are the code's. The page holds the marker ``<!-- settings-table
 -->``; every ``Settings`` field becomes one row under the section comment it sits under in ``settings.py``. A field
-without a ``description=`` takes its meaning from ``MEANINGS`` below (``tests/test_docs.py`` fails on a field that has
+without a ``description=`` takes its meaning from ``MEANINGS`` below (``tests/docs/test_docs.py`` fails on a field that has
 neither)."""
 
 from __future__ import annotations

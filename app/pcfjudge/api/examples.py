@@ -2,7 +2,7 @@
 sends a body the service accepts, not one generated from the schema (``"candidates": ["string"]`` is a 422).
 
 ``add_examples`` puts each as its operation's ``application/json`` ``example``; ``pcfjudge.api.routes.playground_routes.install``
-applies it to the app's document. tests/test_openapi_examples.py holds every operation with a request body to having
+applies it to the app's document. tests/api/test_openapi_examples.py holds every operation with a request body to having
 one here, valid against the operation's schema and answered 200 by the simulated judge.
 """
 

@@ -3,7 +3,7 @@
 // examples with the simulated oracle (model sim:oracle, oracle_best = `oracle`), which knows that answer and still
 // misjudges as a good real judge would now and then, so the examples show the method's mechanics: in the first, the
 // direct verdict (one order) picks a wrong answer and the consensus over K orders recovers the right one.
-// tests/test_playground_examples.py holds every example to that. The array is JSON, so the tests read it as data.
+// tests/api/playground/test_playground_examples.py holds every example to that. The array is JSON, so the tests read it as data.
 export const EXAMPLES = [
   {
     "name": "Boiling point: the direct verdict picks a wrong answer, the consensus recovers (4 candidates)",

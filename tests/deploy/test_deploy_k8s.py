@@ -1,0 +1,233 @@
+"""deploy/k8s: every overlay renders with a real kustomize, every manifest validates against its schema, the alert
+rules pass promtool and equal deploy/prometheus/alerts.yml, and names, ports, probe paths and timings agree with
+what the service really reads and serves."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from typing import Any
+from urllib.parse import urlsplit
+
+import jsonschema
+import kubernetes_validate
+import pytest
+import yaml
+from pcfjudge._version import __version__
+from pcfjudge.cli.main import build_parser
+from pcfjudge.settings import Settings
+from pcfjudge.telemetry import metrics
+from prometheus_client.metrics import MetricWrapperBase
+
+from tests.support.basics import ROOT
+from tests.support.inprocess import app_client
+from tests.support.manifests import (
+    K8S,
+    Doc,
+    load_yaml,
+    one,
+    render,
+    settings_env_names,
+    validate,
+    validate_core,
+    validate_crd,
+)
+
+TARGETS = {"base": K8S / "base", "dev": K8S / "overlays" / "dev", "prod": K8S / "overlays" / "prod"}
+NOT_SETTINGS = {"PROMETHEUS_MULTIPROC_DIR"}  # read by `pcfjudge serve` and pcfjudge.telemetry.metrics, not by Settings
+
+
+@pytest.fixture(params=sorted(TARGETS), scope="module")
+def docs(request: pytest.FixtureRequest) -> list[Doc]:
+    return render(TARGETS[request.param])
+
+
+def container(docs: list[Doc]) -> Doc:
+    pod = one(docs, "Deployment", "pcfjudge")["spec"]["template"]["spec"]
+    return next(c for c in pod["containers"] if c["name"] == "pcfjudge")
+
+
+def config(docs: list[Doc]) -> dict[str, str]:
+    names = [ref["configMapRef"]["name"] for ref in container(docs).get("envFrom", [])]
+    data: dict[str, str] = {}
+    for name in names:
+        data |= one(docs, "ConfigMap", name)["data"]
+    return data
+
+
+def env_values(docs: list[Doc]) -> dict[str, Any]:
+    """Every variable the container gets: ConfigMap values, then `env` entries (a value or its valueFrom)."""
+    explicit = {e["name"]: e.get("value", e.get("valueFrom")) for e in container(docs).get("env", [])}
+    return config(docs) | explicit
+
+
+def test_every_manifest_validates_against_its_schema(docs: list[Doc]) -> None:
+    kinds = {d["kind"] for d in docs}
+    assert {"Deployment", "Service", "ConfigMap", "HorizontalPodAutoscaler", "PodDisruptionBudget"} <= kinds
+    assert {"ServiceMonitor", "PrometheusRule"} <= kinds
+    for doc in docs:
+        validate(doc)
+
+
+def test_the_validators_reject_unknown_fields() -> None:
+    docs = render(TARGETS["base"])
+    deployment = one(docs, "Deployment") | {"spec": one(docs, "Deployment")["spec"] | {"replica": 3}}
+    with pytest.raises(kubernetes_validate.ValidationError):
+        validate_core(deployment)
+    monitor = one(docs, "ServiceMonitor")
+    typo = monitor | {"spec": monitor["spec"] | {"endpoints": [{"port": "http", "paht": "/metrics"}]}}
+    with pytest.raises(jsonschema.ValidationError):
+        validate_crd(typo)
+
+
+def test_env_names_are_settings_the_service_reads(docs: list[Doc]) -> None:
+    names = set(env_values(docs))
+    unknown = {n for n in names - NOT_SETTINGS if n not in settings_env_names()}
+    assert not unknown, f"not read by pcfjudge.settings.Settings: {sorted(unknown)}"
+    assert {"OPENAI_API_KEY", "ANTHROPIC_API_KEY", "PCFJ_API_KEYS"} <= names
+
+
+def test_configmap_values_are_valid_settings(docs: list[Doc], monkeypatch: pytest.MonkeyPatch) -> None:
+    for name, value in config(docs).items():
+        monkeypatch.setenv(name, value)
+    settings = Settings()  # raises on any value the service would refuse at start
+    assert settings.shutdown_grace_s >= settings.request_timeout_s, "a drain must outlast the longest request"
+    assert settings.workers == 1
+    monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", env_values(docs)["PROMETHEUS_MULTIPROC_DIR"])
+    assert metrics.multiprocess_dir() is not None
+
+
+def test_grace_period_covers_prestop_and_drain(docs: list[Doc]) -> None:
+    pod = one(docs, "Deployment", "pcfjudge")["spec"]["template"]["spec"]
+    pre_stop = container(docs)["lifecycle"]["preStop"]["exec"]["command"]
+    assert pre_stop[0] == "sleep"
+    grace = int(config(docs)["PCFJ_SHUTDOWN_GRACE_S"])
+    assert pod["terminationGracePeriodSeconds"] >= int(pre_stop[1]) + grace + 1
+
+
+def test_command_port_probes_and_service_agree(docs: list[Doc]) -> None:
+    c = container(docs)
+    args = build_parser().parse_args(c["command"][1:])
+    assert c["command"][0] == "pcfjudge" and args.command == "serve" and args.host == "0.0.0.0"
+    assert args.workers is None, "--workers would override PCFJ_WORKERS from the ConfigMap"
+    http = next(p for p in c["ports"] if p["name"] == "http")
+    assert http["containerPort"] == args.port
+    assert c["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "http"}
+    assert c["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "http"}
+    assert c["startupProbe"]["httpGet"]["port"] == "http"
+    service = one(docs, "Service", "pcfjudge")
+    assert [p["targetPort"] for p in service["spec"]["ports"]] == ["http"]
+    monitor = one(docs, "ServiceMonitor")
+    assert {e["port"] for e in monitor["spec"]["endpoints"]} <= {p["name"] for p in service["spec"]["ports"]}
+
+
+async def test_probe_and_scrape_paths_answer_without_a_key_when_keys_are_on(docs: list[Doc]) -> None:
+    """The kubelet and Prometheus send no API key: with the manifests' settings and keys on, they still get 200."""
+    c = container(docs)
+    paths = {c[p]["httpGet"]["path"] for p in ("startupProbe", "readinessProbe", "livenessProbe")}
+    paths |= {e["path"] for e in one(docs, "ServiceMonitor")["spec"]["endpoints"]}
+    values = {k.removeprefix("PCFJ_").lower(): v for k, v in config(docs).items() if k.startswith("PCFJ_")}
+    values.pop("redis_url", None)  # no Redis here: the cache falls back to memory either way
+    async with app_client(Settings(**values, api_keys="probe:k8s-probe-key-0123456789")) as client:
+        assert (await client.post("/judge/listwise", json={})).status_code == 401  # keys are really on
+        for path in sorted(paths):
+            assert (await client.get(path)).status_code == 200, path
+
+
+def test_selectors_match_the_pods(docs: list[Doc]) -> None:
+    deployment = one(docs, "Deployment", "pcfjudge")
+    pod_labels = deployment["spec"]["template"]["metadata"]["labels"]
+    service = one(docs, "Service", "pcfjudge")
+    for selector in (
+        deployment["spec"]["selector"]["matchLabels"],
+        service["spec"]["selector"],
+        one(docs, "PodDisruptionBudget")["spec"]["selector"]["matchLabels"],
+    ):
+        assert selector.items() <= pod_labels.items()
+    assert (
+        one(docs, "ServiceMonitor")["spec"]["selector"]["matchLabels"].items() <= service["metadata"]["labels"].items()
+    )
+
+
+def test_hpa_scales_the_deployment_on_cpu_and_in_flight_requests(docs: list[Doc]) -> None:
+    hpa = one(docs, "HorizontalPodAutoscaler")["spec"]
+    assert hpa["scaleTargetRef"] == {"apiVersion": "apps/v1", "kind": "Deployment", "name": "pcfjudge"}
+    assert 1 <= hpa["minReplicas"] <= hpa["maxReplicas"]
+    by_type = {m["type"]: m for m in hpa["metrics"]}
+    assert by_type["Resource"]["resource"]["name"] == "cpu"
+    assert "cpu" in container(docs)["resources"]["requests"], "CPU utilisation is measured against the request"
+    in_flight = metrics.IN_FLIGHT._name
+    assert by_type["Pods"]["pods"]["metric"]["name"] == in_flight
+    [rule] = load_yaml(K8S / "prometheus-adapter-rules.yaml")
+    assert rule["name"]["as"] == in_flight and rule["seriesQuery"].startswith(in_flight + "{")
+
+
+def test_runs_as_non_root_on_a_read_only_root_with_writable_scratch(docs: list[Doc]) -> None:
+    pod = one(docs, "Deployment", "pcfjudge")["spec"]["template"]["spec"]
+    c = container(docs)
+    assert pod["securityContext"]["runAsNonRoot"] and c["securityContext"]["runAsNonRoot"]
+    assert pod["securityContext"]["runAsUser"] != 0
+    assert c["securityContext"]["readOnlyRootFilesystem"] and not c["securityContext"]["allowPrivilegeEscalation"]
+    empty_dirs = {v["name"] for v in pod["volumes"] if "emptyDir" in v}
+    writable = {m["mountPath"] for m in c["volumeMounts"] if m["name"] in empty_dirs}
+    assert {"/tmp", env_values(docs)["PROMETHEUS_MULTIPROC_DIR"]} <= writable
+
+
+def test_image_tag_is_the_package_version() -> None:
+    assert container(render(TARGETS["base"]))["image"] == f"pcfjudge:{__version__}"
+
+
+def test_dev_points_at_its_own_redis_and_prod_takes_redis_and_api_keys_from_secrets() -> None:
+    dev = render(TARGETS["dev"])
+    url = urlsplit(config(dev)["PCFJ_REDIS_URL"])
+    redis_ports = {p["port"] for p in one(dev, "Service", url.hostname)["spec"]["ports"]}
+    assert url.port in redis_ports and one(dev, "Deployment", url.hostname)
+    assert {d["metadata"].get("namespace") for d in dev if d["kind"] != "Namespace"} == {"pcfjudge-dev"}
+    prod = env_values(render(TARGETS["prod"]))
+    assert prod["PCFJ_REDIS_URL"]["secretKeyRef"].get("optional", False) is False
+    assert prod["PCFJ_API_KEYS"]["secretKeyRef"]["optional"] is False
+    assert env_values(render(TARGETS["base"]))["PCFJ_API_KEYS"]["secretKeyRef"]["optional"] is True
+    assert "PCFJ_REDIS_URL" not in env_values(render(TARGETS["base"]))
+
+
+OPERATOR_TARGET_LABELS = {"endpoint", "namespace", "pod", "service", "container", "job", "instance"}
+
+
+def test_scraped_labels_survive_the_operator(docs: list[Doc]) -> None:
+    """prometheus-operator gives every target `endpoint`, `pod`, … labels; a metric label of the same name is
+    renamed exported_<name> unless honorLabels is set (ours: `endpoint`, used by the alerts and the dashboard)."""
+    families = [v for v in vars(metrics).values() if isinstance(v, MetricWrapperBase)]
+    labels = {label for family in families for label in family._labelnames}
+    assert "endpoint" in labels
+    if labels & OPERATOR_TARGET_LABELS:
+        assert all(e.get("honorLabels") for e in one(docs, "ServiceMonitor")["spec"]["endpoints"])
+
+
+def test_prometheus_rule_is_alerts_yml(docs: list[Doc]) -> None:
+    rule = one(docs, "PrometheusRule")
+    assert rule["spec"] == load_yaml(ROOT / "deploy" / "prometheus" / "alerts.yml")
+    check = subprocess.run([sys.executable, "scripts/sync_k8s_rules.py", "--check"], cwd=ROOT, capture_output=True)
+    assert check.returncode == 0, check.stderr.decode()
+
+
+@pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool missing (scripts/test.sh installs it)")
+def test_promtool_accepts_the_rendered_rules(tmp_path: Any) -> None:
+    rules = tmp_path / "rules.yml"
+    rules.write_text(yaml.safe_dump(one(render(TARGETS["prod"]), "PrometheusRule")["spec"]))
+    done = subprocess.run(["promtool", "check", "rules", str(rules)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "SUCCESS: 6 rules found" in done.stdout
+
+
+def test_the_metrics_the_rules_use_exist() -> None:
+    """Every pcfjudge_* series named in the alert rules is one the service exports."""
+    rule = load_yaml(ROOT / "deploy" / "prometheus" / "alerts.yml")
+    exported = metrics.render().decode()
+    families = {line.split()[2] for line in exported.splitlines() if line.startswith("# TYPE ")}
+    for group in rule["groups"]:
+        for r in group["rules"]:
+            for name in re.findall(r"pcfjudge_[a-z_]+", r["expr"]):
+                base = re.sub(r"_(bucket|count|sum|total)$", "", name)
+                assert base in families or name in families, f"{r['alert']}: {name} is not exported"
