@@ -8,6 +8,9 @@ from pcfjudge.engine.pairwise_passes import PairwiseTask
 from pcfjudge.schemas.pairwise_schema import PairwiseRequest
 from pcfjudge.settings import Settings
 
+TASK_FIELDS = {"question", "response_a", "response_b", "keyed", "estimation", "oracle_best"}
+"""The request fields a pairwise task takes as they are."""
+
 
 def build_task(body: PairwiseRequest, settings: Settings, judge: Judge) -> PairwiseTask:
     """Turn a request into a pairwise task, refusing (422, naming the field) anything the service cannot do. The
@@ -18,12 +21,7 @@ def build_task(body: PairwiseRequest, settings: Settings, judge: Judge) -> Pairw
     check_texts(settings, body.question, {"response_a": body.response_a, "response_b": body.response_b})
     model = resolve_model(judge, body.model, body.oracle_best)
     return PairwiseTask(
-        question=body.question,
-        response_a=body.response_a,
-        response_b=body.response_b,
-        keyed=body.keyed,
-        estimation=body.estimation,
-        oracle_best=body.oracle_best,
+        **body.model_dump(include=TASK_FIELDS),
         cache_mode=body.cache,
         model=model,
         style=prompt_style(settings, body.rationales, "pairwise"),
