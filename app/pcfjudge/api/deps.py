@@ -10,8 +10,8 @@ from pcfjudge.services import Services
 
 
 def services_of(request: Request) -> Services:
-    """The app's ``Services``, read straight from the request: the hot judging routes take it this way, since a
-    FastAPI dependency is solved per request (measured: about 8% of a warm /judge/listwise's server time)."""
+    """The app's ``Services``, read straight from the request: /judge/listwise, the warm path's route, takes it this
+    way, since a FastAPI dependency is solved per request (measured in process: about 10 µs of a warm request's 390)."""
     services: Services = request.app.state.services
     return services
 
