@@ -284,6 +284,8 @@ def test_moved_names_still_import_with_a_deprecation_warning() -> None:
         from pcfjudge.api.schemas.listwise import ListwiseRequest
         from pcfjudge.schemas.listwise_schema import ListwiseRequest as Request
         from pcfjudge.eval.harness import Collector
+        import pcfjudge
+        assert pcfjudge.ListwiseRequest is Request and pcfjudge.Client.__name__ == "Client"
         print(Judge is Now, ListwiseRequest is Request, Collector.__module__)
         """
     )
