@@ -247,3 +247,30 @@ def test_missing_eval_extra_tells_how_to_install_it(
     assert run_rb2(SAMPLE, tmp_path / "out") == 2
     assert "pip install 'pcfjudge[eval]'" in capsys.readouterr().err
     assert not (tmp_path / "out" / "runs.jsonl").exists()
+
+
+def test_an_engine_that_dies_mid_run_stops_the_eval_with_what_it_died_of(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """After some answers the engine refuses every connection (what a crashed llama.cpp does): the eval stops at
+    once with one message naming the likely cause, and what was judged before stays logged for the rerun."""
+    from pcfjudge.backends.base import ProviderError
+
+    data = write_rewardbench2(tmp_path / "rb2.jsonl", 6, seed=3)
+    out = tmp_path / "out"
+    monkeypatch.setenv("PCFJ_MAX_RETRIES", "0")
+    original, answered = SimBackend.complete, []
+
+    async def dies_after_ten(self: SimBackend, call: JudgeCall) -> Completion:
+        if len(answered) >= 10:
+            raise ProviderError("cannot reach the openai endpoint at http://127.0.0.1:8080/v1/")
+        answered.append(call.sample)
+        return await original(self, call)
+
+    monkeypatch.setattr(SimBackend, "complete", dies_after_ten)
+    assert run_rb2(data, out, "--k", "3", "--executions", "1", "--concurrency", "1") == 2
+    err = capsys.readouterr().err
+    assert "stopped accepting connections" in err and "SIGSEGV" in err and "rerun the same command" in err
+    lines = log_lines(out)
+    assert sum(1 for x in lines if x["error"] is None) >= len(answered) == 10  # kept (a logged call can serve two)
+    assert 0 < sum(1 for x in lines if x["error"] is not None) <= 3  # stopped at the first dead item's K runs
