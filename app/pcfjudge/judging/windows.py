@@ -1,0 +1,94 @@
+"""Windows over many candidates: which candidates one judge call shows, and in which order (issue 30's design).
+
+A request may carry more candidates than one prompt holds (``PCFJ_MAX_CANDIDATES``, the *window*). Each *round*
+shows every candidate exactly once: a seeded shuffle of all N candidates is cut into ``ceil(N / w)`` windows of
+near-equal size (sizes differ by at most one, none below two), so in every round a candidate meets other neighbours
+and no window is a lone leftover. Within a window, display positions are handed out greedily so that each candidate
+has been shown at each relative position (first, last, in between) about equally often across its rounds: the judge's
+position bias then averages out of every candidate's scores, as the permutation schedule does within one prompt.
+
+Pure and deterministic: the same (N, window, rounds, seed) always gives the same windows, so each window judgment is an
+ordinary cached run (keyed by its window's content and order) that a retry, another replica or a larger request
+reuses. Up to one window (N ≤ w) this module is not used: the request is one ordinary listwise judgment.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Sequence
+
+Window = tuple[int, ...]
+"""Candidate indices (into the request's candidates) in displayed order."""
+
+
+def window_sizes(n: int, window: int) -> list[int]:
+    """How one round cuts ``n`` candidates: ``ceil(n / window)`` windows, sizes within one of each other."""
+    if window < 2:
+        raise ValueError("a window holds at least 2 candidates")
+    if n <= window:
+        return [n]
+    count = math.ceil(n / window)
+    base, extra = divmod(n, count)
+    return [base + 1 if i < extra else base for i in range(count)]
+
+
+def plan_windows(n: int, window: int, rounds: int, seed: int = 0) -> list[list[Window]]:
+    """``rounds`` rounds of windows over ``n`` candidates (see the module docstring); round r is ``[r]``."""
+    if n < 2:
+        raise ValueError("windows need at least 2 candidates")
+    if rounds < 1:
+        raise ValueError("at least one round")
+    rng = random.Random(f"pcfjudge-windows:{n}:{window}:{seed}")
+    sizes = window_sizes(n, window)
+    shown = [[0] * _BUCKETS for _ in range(n)]  # times each candidate was shown in each relative position bucket
+    plan: list[list[Window]] = []
+    for _ in range(rounds):
+        order = list(range(n))
+        rng.shuffle(order)
+        round_windows: list[Window] = []
+        start = 0
+        for size in sizes:
+            members = order[start : start + size]
+            start += size
+            round_windows.append(_place(members, shown, rng))
+        plan.append(round_windows)
+    return plan
+
+
+_BUCKETS = 3  # relative display positions: first, between, last (windows of different sizes compare this way)
+
+
+def _bucket(position: int, size: int) -> int:
+    return 0 if position == 0 else _BUCKETS - 1 if position == size - 1 else 1
+
+
+def _place(members: Sequence[int], shown: list[list[int]], rng: random.Random) -> Window:
+    """Display order of one window: each position goes to the member shown there least so far (ties: a seeded
+    draw), the extreme positions first since they carry most of a judge's position bias."""
+    size = len(members)
+    slots: list[int | None] = [None] * size
+    left = list(members)
+    rng.shuffle(left)
+    for position in sorted(range(size), key=lambda p: (0 if p in (0, size - 1) else 1, p)):
+        bucket = _bucket(position, size)
+        pick = min(left, key=lambda c: shown[c][bucket])
+        left.remove(pick)
+        slots[position] = pick
+        shown[pick][bucket] += 1
+    return tuple(c for c in slots if c is not None)
+
+
+def appearances(plan: Sequence[Sequence[Window]], n: int) -> list[int]:
+    """Windows each candidate was shown in."""
+    counts = [0] * n
+    for round_windows in plan:
+        for window in round_windows:
+            for c in window:
+                counts[c] += 1
+    return counts
+
+
+def calls(n: int, window: int, rounds: int, k: int = 1) -> int:
+    """Backend calls of a plan: windows per round × rounds × K orders of each window (K capped by the window's n!)."""
+    return sum(min(k, math.factorial(size)) for size in window_sizes(n, window)) * rounds
