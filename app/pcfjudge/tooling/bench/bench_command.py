@@ -234,6 +234,41 @@ def _http(args: argparse.Namespace) -> int:
     return 0
 
 
+def _ranking(args: argparse.Namespace) -> int:
+    from pcfjudge.tooling.bench.ranking_bench import RankingBench, format_report, run
+
+    bench = RankingBench(
+        sizes=tuple(args.sizes),
+        window=args.window,
+        rounds=args.rounds,
+        tournaments=args.tournaments,
+        drift=args.drift,
+        trials=args.trials,
+        seed=args.seed,
+    )
+    print(format_report(bench, run(bench)))
+    return 0
+
+
+def _add_ranking(kinds: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    ranking = kinds.add_parser(
+        "ranking",
+        help="many candidates beyond one prompt: windows + one fitted scale vs sliding window, tournament, pointwise",
+        description="On a simulated judge with position bias and per-call drift of its absolute scores, rank N "
+        "candidates with windows of the same size four ways and print top-10 recall, NDCG@10, top-1, Spearman, "
+        "Kendall, calls, input tokens and the CPU of planning and fitting, averaged over worlds, in one run.",
+    )
+    arg = ranking.add_argument
+    arg("--sizes", type=int, nargs="+", default=[20, 64, 100, 256, 1000], help="candidate counts (20 64 100 256 1000)")
+    arg("--window", type=int, default=16, help="candidates per call (default 16, PCFJ_MAX_CANDIDATES' default)")
+    arg("--rounds", type=int, default=4, help="rounds of windows: each candidate's appearances (default 4)")
+    arg("--tournaments", type=int, default=2, help="tournaments of the TourRank-style baseline (default 2)")
+    arg("--drift", type=float, default=8.0, help="sd of the judge's per-call drift of absolute scores (default 8)")
+    arg("--trials", type=int, default=10, help="worlds each figure is averaged over (default 10)")
+    arg("--seed", type=int, default=0, help="seed of the worlds and the judge (default 0)")
+    ranking.set_defaults(func=_ranking)
+
+
 def _add_http(kinds: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     http = kinds.add_parser(
         "http",
@@ -286,3 +321,4 @@ def add_bench_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser])
     _add_engine(kinds)
     _add_reward(kinds)
     _add_http(kinds)
+    _add_ranking(kinds)
