@@ -63,3 +63,16 @@ def test_calls_of_a_plan() -> None:
     assert calls(100, 16, rounds=3) == 7 * 3
     assert calls(100, 16, rounds=3, k=2) == 7 * 3 * 2
     assert calls(3, 16, rounds=1, k=7) == 6  # K capped by the window's 3! orders
+
+
+def test_boundary_windows_cover_the_uncertain_candidates_and_none_once_certified() -> None:
+    from pcfjudge.judging.windows import boundary_windows
+
+    scores = [90.0, 80.0, 71.0, 70.0, 69.0, 50.0, 40.0, 30.0]
+    # top 3: boundary midway between 71 and 70 (70.5); with errors of 2, the candidates at 71, 70 and 69 are uncertain
+    windows = boundary_windows(scores, [2.0] * 8, top_n=3, window=16, seed=1)
+    assert [sorted(w) for w in windows] == [[2, 3, 4]]
+    assert boundary_windows(scores, [2.0] * 8, top_n=3, window=16, seed=1) == windows  # deterministic
+    assert boundary_windows(scores, [0.1] * 8, top_n=3, window=16) == []  # certified: nothing left to spend on
+    many = boundary_windows([float(i) for i in range(40)], [100.0] * 40, top_n=10, window=16)
+    assert sorted(c for w in many for c in w) == list(range(40)) and all(len(w) <= 16 for w in many)

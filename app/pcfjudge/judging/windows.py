@@ -92,3 +92,30 @@ def appearances(plan: Sequence[Sequence[Window]], n: int) -> list[int]:
 def calls(n: int, window: int, rounds: int, k: int = 1) -> int:
     """Backend calls of a plan: windows per round × rounds × K orders of each window (K capped by the window's n!)."""
     return sum(min(k, math.factorial(size)) for size in window_sizes(n, window)) * rounds
+
+
+def boundary_windows(
+    scores: Sequence[float], errors: Sequence[float], top_n: int, window: int, seed: int = 0, z: float = 1.0
+) -> list[Window]:
+    """One more round where it can change the answer: windows over the candidates whose place relative to the
+    ``top_n`` boundary is not yet certain (fitted score within ``z`` standard errors of the boundary, the midpoint
+    between the ``top_n``-th and the next score). Empty when no candidate is uncertain (the top set is certified)
+    or only one is. Each window is judged like any other and refitted with the rest: the uncertain candidates
+    already sit on the common scale, so windows of them alone stay connected to it."""
+    n = len(scores)
+    if not 0 < top_n < n:
+        return []
+    ranked = sorted(range(n), key=lambda c: -scores[c])
+    boundary = (scores[ranked[top_n - 1]] + scores[ranked[top_n]]) / 2
+    uncertain = [c for c in range(n) if abs(scores[c] - boundary) <= z * errors[c]]
+    if len(uncertain) < 2:
+        return []
+    rng = random.Random(f"pcfjudge-boundary:{n}:{top_n}:{seed}:{len(uncertain)}")
+    rng.shuffle(uncertain)
+    shown = [[0] * _BUCKETS for _ in range(n)]
+    windows: list[Window] = []
+    start = 0
+    for size in window_sizes(len(uncertain), window):
+        windows.append(_place(uncertain[start : start + size], shown, rng))
+        start += size
+    return windows

@@ -30,7 +30,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from pcfjudge.judging.window_fit import fit_windows
-from pcfjudge.judging.windows import plan_windows
+from pcfjudge.judging.windows import boundary_windows, plan_windows
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +47,7 @@ class RankingBench:
     per_candidate: int = 120  # input tokens of one candidate's text
     seed: int = 0
     trials: int = 10  # worlds (truths and first-stage orders) each figure is averaged over
+    focus_rounds: int = 2  # uniform rounds before the rounds at the top-10 boundary
 
 
 @dataclass
@@ -92,16 +93,34 @@ class Outcome:
     metrics: dict[str, float] = field(default_factory=dict)
 
 
-def windows_method(judge: Judge, n: int, rounds: int) -> tuple[list[int], float]:
-    """Ours: the windows of ``rounds`` rounds, judged, fitted; the order and the CPU of planning + fitting (ms)."""
+def windows_method(judge: Judge, n: int, rounds: int, top_n: int = 0, budget: int = 0) -> tuple[list[int], float]:
+    """Ours: the windows of ``rounds`` rounds, judged, fitted; then, with ``top_n``, rounds of windows over the
+    candidates still uncertain at the ``top_n`` boundary while ``budget`` calls allow. The order and the CPU of
+    planning + fitting (ms)."""
     started = time.process_time()
     plan = [w for r in plan_windows(n, judge.bench.window, rounds, seed=judge.bench.seed) for w in r]
     cpu = time.process_time() - started
-    observations = []
-    for k, window in enumerate(plan):
-        observations += [(k, c, s) for c, s in zip(window, judge.call(window), strict=True)]
+    observations: list[tuple[int, int, float]] = []
+
+    def judge_all(windows: list[tuple[int, ...]]) -> None:
+        for window in windows:
+            k = judge.calls
+            observations.extend((k, c, s) for c, s in zip(window, judge.call(window), strict=True))
+
+    judge_all(plan)
     started = time.process_time()
     fit = fit_windows(n, observations)
+    extra = 0
+    while top_n and judge.calls < budget:
+        more = boundary_windows(fit.scores, fit.standard_errors, top_n, judge.bench.window, seed=extra)
+        more = more[: budget - judge.calls]
+        if not more:
+            break
+        cpu += time.process_time() - started
+        judge_all(more)
+        started = time.process_time()
+        fit = fit_windows(n, observations)
+        extra += 1
     cpu += time.process_time() - started
     return sorted(range(n), key=lambda c: (-fit.scores[c], c)), cpu * 1000
 
@@ -177,8 +196,13 @@ def _one(bench: RankingBench, n: int, trial: int) -> list[Outcome]:
     world = random.Random(f"ranking-bench:{bench.seed}:{n}:{trial}")
     truth = [world.uniform(10, 90) for _ in range(n)]
     first_stage = sorted(range(n), key=lambda c: -(truth[c] + world.gauss(0, bench.retriever_sd)))
+    sliding_calls = len(range(n, 0, -max(1, bench.window // 2))) if n > bench.window else 1
     methods: list[tuple[str, Callable[[Judge], list[int]]]] = [
         (f"windows ({bench.rounds} rounds)", lambda j: windows_method(j, n, bench.rounds)[0]),
+        (
+            f"windows ({bench.focus_rounds} rounds + top-10 boundary, ≤ 3× sliding's calls)",
+            lambda j: windows_method(j, n, bench.focus_rounds, top_n=10, budget=3 * sliding_calls)[0],
+        ),
         ("sliding window (RankGPT)", lambda j: sliding_method(j, first_stage)),
         (f"tournament ({bench.tournaments}×)", lambda j: tournament_method(j, n, random.Random(trial))),
         ("pointwise", lambda j: pointwise_method(j, n)),
