@@ -1,5 +1,5 @@
 """The service's answers instead of a judgment, raised below the HTTP layer (a leaf: nothing of ours imported, no
-FastAPI); ``api.errors`` is the one place that turns them, and ``engine.failures.JudgingFailed`` and
+FastAPI); ``api.error_handlers`` is the one place that turns them, and ``engine.failures.JudgingFailed`` and
 ``judging.waves.BudgetError``, into the JSON error body.
 
 ``Refusal``: the service declines a request before (or instead of) spending on it. Raised by the guards (caps,

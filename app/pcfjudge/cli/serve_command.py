@@ -43,8 +43,6 @@ def _drained(signum: int, frame: object) -> None:
 
 def serve(args: argparse.Namespace) -> int:
     """Run uvicorn with the service's settings (PCFJ_*), its workers, logs and safety limits."""
-    from pcfjudge.settings import Settings
-
     settings = Settings()
     workers: int = args.workers if args.workers is not None else settings.workers
     if workers > 1 or os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
@@ -62,7 +60,6 @@ def serve(args: argparse.Namespace) -> int:
 
     import uvicorn
 
-    from pcfjudge.cli.serve_command import log_startup
     from pcfjudge.telemetry.logs import log_config
 
     logging.config.dictConfig(log_config(args.log_format or settings.log_format, args.log_level))
@@ -75,7 +72,7 @@ def serve(args: argparse.Namespace) -> int:
         port=args.port,
         workers=workers,
         log_level=args.log_level,
-        # Safety: headers within PCFJ_HEADER_TIMEOUT_S (pcfjudge.cli.serve_command), idle keep-alive closed, our access log
+        # Safety: headers within PCFJ_HEADER_TIMEOUT_S (api.header_timeout), idle keep-alive closed, our access log
         http="pcfjudge.api.header_timeout:HeaderTimeoutProtocol",
         timeout_keep_alive=max(1, round(settings.keep_alive_s)),
         # X-Forwarded-For only from PCFJ_TRUSTED_PROXIES: uvicorn alone trusts 127.0.0.1, so a same-host proxy,

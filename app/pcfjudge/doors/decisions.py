@@ -1,5 +1,5 @@
 """What each judging decision tells the metrics (position bias, overturns, agreement, keyed passes, cost), and
-``judged``: the one place a front door awaits a judgment, so a failure is counted for its endpoint (``api.errors``
+``judged``: the one place a front door awaits a judgment, so a failure is counted for its endpoint (``api.error_handlers``
 answers it with its 502/503/504)."""
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ def record_pairwise(result: PairwiseResult, metrics: Metrics) -> None:
 
 
 async def judged(endpoint: str, judgment: Awaitable[R]) -> R:
-    """Await a judgment; a ``JudgingFailed`` is counted for ``endpoint`` and raised on (``api.errors`` answers it)."""
+    """Await a judgment; a ``JudgingFailed`` is counted for ``endpoint`` and raised on (``api.error_handlers`` answers it)."""
     try:
         return await judgment
     except JudgingFailed as exc:

@@ -3,7 +3,7 @@
 * a body over ``max_bytes`` (declared or streamed) is refused with 413 before it is parsed;
 * a client that stops sending its body for ``body_timeout_s`` gets 408, and so does one whose whole body has not
   arrived within ``PCFJ_BODY_DEADLINE_S`` however it trickles (slow headers are cut off by the server's protocol, see
-  ``pcfjudge.cli.serve_command``);
+  ``pcfjudge.api.header_timeout``);
 * a JSON body must be strict JSON: a duplicate key in an object, or a ``NaN`` / ``Infinity`` literal (which Python's
   parser accepts), is a 422 naming it (checked in one pass of the C parser with hooks, before the app parses it);
 * once the body is read, the connection is watched: when the client disconnects, the request's task is cancelled,
