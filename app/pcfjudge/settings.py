@@ -27,7 +27,20 @@ class Settings(BaseSettings):
 
     # Request limits
     min_candidates: int = Field(2, ge=2)
-    max_candidates: int = Field(16, ge=2, le=26)
+    max_candidates: int = Field(
+        16, ge=2, le=26, description="The window: candidates one prompt shows (past it, rounds of windows)."
+    )
+    max_items: int = Field(
+        1000, ge=2, description="Candidates (documents) one listwise or rerank request may carry; over it, 413."
+    )
+    max_group_size: int = Field(256, ge=1, description="Distinct responses one reward group may have; over it, 413.")
+    window_rounds: int = Field(
+        4,
+        ge=2,
+        le=MAX_K,
+        description="Past one window: rounds of windows, the most windows a candidate is shown in (a request's k "
+        "overrides); ceil(N / window) calls per round.",
+    )
     max_question_chars: int = Field(32_000, ge=1)
     max_candidate_chars: int = Field(32_000, ge=1)
     max_body_bytes: int = Field(2_000_000, ge=1024)
@@ -59,7 +72,12 @@ class Settings(BaseSettings):
         gt=0,
         description="Per API key: backend calls per minute (charged as planned, cache hits refunded).",
     )
-    max_calls_per_request: int = Field(21, ge=1, description="Backend calls one request may plan (K=7 × 3 executions).")
+    max_calls_per_request: int = Field(
+        64,
+        ge=1,
+        description="Backend calls one request may plan: K=7 × 3 executions is 21; 4 rounds of windows over 256 "
+        "candidates (window 16) is 64.",
+    )
     max_input_tokens_per_request: int = Field(
         1_000_000, ge=1, description="Estimated input tokens (≈ characters / 4) of all of one request's calls."
     )

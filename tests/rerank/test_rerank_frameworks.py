@@ -43,14 +43,21 @@ from tests.support.inprocess import FakeProvider
 from tests.support.processes import serve_process
 
 pytestmark = pytest.mark.slow
-COUNTS = [1, 2, len(COHERE_DOCS)]
+# 40: past one window (PCFJ_MAX_CANDIDATES 16), judged in rounds of windows fitted onto one scale (issue 30)
+DOCS = COHERE_DOCS + [f"Passage {i}: {COHERE_DOCS[i % len(COHERE_DOCS)]}" for i in range(40 - len(COHERE_DOCS))]
+COUNTS = [1, 2, len(COHERE_DOCS), 40]
 KEY = "not-checked-when-auth-is-off"
 Ranked = list[tuple[int, float]]  # (document index, score) best first
 
 
 def expected(serve_url: str, docs: list[str]) -> Ranked:
-    """The service's own numbers for ``docs``: a group of one's reward, else the consensus / 100, best first."""
+    """The service's own numbers for ``docs``: a group of one's reward, else the consensus / 100, best first; past one
+    window, ``/v2/rerank``'s own relevance scores for the whole list (every round uniform: no top_n boundary)."""
     with httpx.Client(base_url=serve_url, timeout=60) as http:
+        if len(docs) > 16:
+            reranked = http.post("/v2/rerank", json={"query": COHERE_QUERY, "documents": docs})
+            assert reranked.status_code == 200, reranked.text
+            return [(r["index"], r["relevance_score"]) for r in reranked.json()["results"]]
         if len(docs) == 1:
             reward = http.post("/v1/reward", json={"samples": [{"prompt": COHERE_QUERY, "response": docs[0]}]})
             assert reward.status_code == 200, reward.text
@@ -78,7 +85,7 @@ def http() -> Iterator[httpx.Client]:
 
 @pytest.mark.parametrize("n", COUNTS)
 def test_cohere_client_v2_and_v1(serve_url: str, http: httpx.Client, n: int) -> None:
-    docs = COHERE_DOCS[:n]
+    docs = DOCS[:n]
     v2 = cohere.ClientV2(base_url=serve_url, api_key=KEY, httpx_client=http)
     v1 = cohere.Client(base_url=serve_url, api_key=KEY, httpx_client=http)
     want = expected(serve_url, docs)
@@ -89,7 +96,7 @@ def test_cohere_client_v2_and_v1(serve_url: str, http: httpx.Client, n: int) -> 
 
 @pytest.mark.parametrize("n", COUNTS)
 async def test_cohere_async_client_v2_and_v1(serve_url: str, n: int) -> None:
-    docs = COHERE_DOCS[:n]
+    docs = DOCS[:n]
     want = expected(serve_url, docs)
     async with httpx.AsyncClient(timeout=60) as http:
         for client in (
@@ -105,7 +112,7 @@ async def test_cohere_async_client_v2_and_v1(serve_url: str, n: int) -> None:
 
 @pytest.mark.parametrize("n", COUNTS)
 def test_langchain_cohere_compress_documents(serve_url: str, http: httpx.Client, n: int) -> None:
-    docs = COHERE_DOCS[:n]
+    docs = DOCS[:n]
     client = cohere.ClientV2(base_url=serve_url, api_key=KEY, httpx_client=http)
     reranker = LangchainCohereRerank(client=client, model="rerank-v3.5", top_n=n)
     compressed = reranker.compress_documents([LangchainDocument(page_content=d) for d in docs], COHERE_QUERY)
@@ -140,14 +147,14 @@ def llama_cohere(serve_url: str, http: httpx.Client, top_n: int, max_retries: in
 
 @pytest.mark.parametrize("n", COUNTS)
 def test_llama_index_cohere_postprocessor(serve_url: str, http: httpx.Client, n: int) -> None:
-    docs = COHERE_DOCS[:n]
+    docs = DOCS[:n]
     out = llama_cohere(serve_url, http, top_n=n).postprocess_nodes(nodes(docs), query_str=COHERE_QUERY)
     assert by_text(docs, [(x.node.get_content(), x.score) for x in out]) == expected(serve_url, docs)
 
 
 @pytest.mark.parametrize("n", COUNTS)
 def test_llama_index_tei_postprocessor(serve_url: str, n: int) -> None:
-    docs = COHERE_DOCS[:n]
+    docs = DOCS[:n]
     out = TextEmbeddingInference(base_url=serve_url, top_n=n).postprocess_nodes(nodes(docs), query_str=COHERE_QUERY)
     assert by_text(docs, [(x.node.get_content(), x.score) for x in out]) == expected(serve_url, docs)
 
@@ -157,7 +164,7 @@ def test_llama_index_tei_postprocessor(serve_url: str, n: int) -> None:
 
 @pytest.mark.parametrize("n", COUNTS)
 def test_haystack_tei_ranker(serve_url: str, n: int) -> None:
-    docs = COHERE_DOCS[:n]
+    docs = DOCS[:n]
     ranker = HuggingFaceTEIRanker(url=serve_url, top_k=n, token=None)
     ranked = ranker.run(query=COHERE_QUERY, documents=[HaystackDocument(content=d) for d in docs])["documents"]
     assert by_text(docs, [(d.content or "", d.score) for d in ranked]) == expected(serve_url, docs)
@@ -165,7 +172,7 @@ def test_haystack_tei_ranker(serve_url: str, n: int) -> None:
 
 @pytest.mark.parametrize("n", COUNTS)
 async def test_haystack_cohere_ranker_sync_and_async(serve_url: str, n: int) -> None:
-    docs = COHERE_DOCS[:n]
+    docs = DOCS[:n]
     want = expected(serve_url, docs)
     ranker = CohereRanker(api_key=Secret.from_token(KEY), api_base_url=serve_url, top_k=n)
     try:
@@ -194,7 +201,7 @@ async def aclose_haystack_cohere(ranker: CohereRanker) -> None:
 
 @pytest.mark.parametrize("n", COUNTS)
 async def test_tei_client_reads_info_then_reranks(serve_url: str, n: int) -> None:
-    docs = COHERE_DOCS[:n]
+    docs = DOCS[:n]
     want = expected(serve_url, docs)
     client = TeiClient(serve_url, timeout=60)
     try:
@@ -203,7 +210,7 @@ async def test_tei_client_reads_info_then_reranks(serve_url: str, n: int) -> Non
         assert client.health()
         assert [(r.index, r.score) for r in client.rerank(COHERE_QUERY, docs).ranks] == want
         assert [(r.index, r.score) for r in (await client.async_rerank(COHERE_QUERY, docs)).ranks] == want
-        assert (await client.async_info()).max_client_batch_size == 16
+        assert (await client.async_info()).max_client_batch_size == 1000  # PCFJ_MAX_ITEMS
     finally:
         client.client.close()
         await client.async_client.aclose()

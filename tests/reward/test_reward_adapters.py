@@ -219,3 +219,16 @@ async def test_slime_gets_503_and_raises_after_its_retries_never_a_zero(judge_ur
         await rm.aclose()
     assert caught.value.status == 503 and caught.value.headers is not None
     assert caught.value.headers["Retry-After"] == "1"
+
+
+async def test_openrlhf_get_reward_with_64_completions_of_one_prompt(judge_url: str, fake: FakeProvider) -> None:
+    """One /get_reward batch of 64 queries of one prompt: one group past one window (4 rounds of 4 windows)."""
+    prompt = chat_prompt(f"[openrlhf64] {QUESTION}")
+    answers = [f"Answer {i}: {90 + i % 12} degrees." for i in range(64)]
+    got = await openrlhf_fetch_rewards_via_http(
+        [f"{judge_url}/get_reward"], [prompt + a for a in answers], [prompt] * 64, ["100"] * 64
+    )
+    assert fake.calls(last=0)["calls"] == {"openai": 16}
+    same = await direct(judge_url, prompt, answers, reference="100")
+    assert got[0]["rewards"] == same["rewards"] and len(got[0]["rewards"]) == 64
+    assert None not in got[0]["rewards"] and same["usage"]["backend_calls"] == 0

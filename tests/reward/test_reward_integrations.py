@@ -228,3 +228,19 @@ def test_trl_retries_after_retry_after_and_failed_samples_are_none(judge_url: st
 def test_trl_names_a_missing_reference_column(judge_url: str) -> None:
     with pytest.raises(KeyError, match="answer"):
         trl_calculate_rewards(PCFJudgeReward(judge_url, reference_column="solution"), trl_batch("x"))
+
+
+def test_trl_a_grpo_group_of_64_completions_is_one_group_on_one_scale(judge_url: str, fake: FakeProvider) -> None:
+    """GRPO's 64 completions of one prompt (past one window): one group judged in 4 rounds of 4 windows of 16, every
+    completion rewarded on the group's one scale, the same as /v1/reward gives for those 64."""
+    judge = PCFJudgeReward(judge_url, groups_per_request=1)
+    question = f"[grpo64] {QUESTION}"
+    completions = [f"Completion {i}: the answer is {i % 9}." for i in range(64)]
+    rows = [
+        {"prompt": [{"role": "user", "content": question}], "completion": [{"role": "assistant", "content": text}]}
+        for text in completions
+    ]
+    rewards = trl_calculate_rewards(judge, rows)
+    assert fake.calls(last=0)["calls"] == {"openai": 16}  # ceil(64 / 16) windows × 4 rounds (PCFJ_WINDOW_ROUNDS)
+    assert rewards == direct(judge_url, question, completions)
+    assert all(0 <= r <= 1 for r in rewards) and len(set(rewards)) > 32

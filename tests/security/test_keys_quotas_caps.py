@@ -128,7 +128,7 @@ async def test_call_cap_names_the_cap_and_the_need_before_any_call() -> None:
         body = {**BODY, "candidates": list("abcdefgh"), "k": 64, "executions": 5, "cache": "bypass"}
         big = await client.post("/judge/listwise", json=body)
         assert big.status_code == 422 and big.json()["error"] == "over_limit"
-        assert "320 backend calls" in big.json()["detail"] and "limit is 21" in big.json()["detail"]
+        assert "320 backend calls" in big.json()["detail"] and "limit is 64" in big.json()["detail"]
         assert services.metrics is not None and len(services.runner._inflight) == 0
 
 

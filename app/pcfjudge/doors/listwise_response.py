@@ -14,6 +14,7 @@ from typing import Any
 from pcfjudge.engine.listwise_runs import ListwiseResult
 from pcfjudge.judging import consensus as cons
 from pcfjudge.judging.run_records import RunRecord
+from pcfjudge.judging.window_rounds import WindowReport
 from pcfjudge.schemas.listwise_schema import ListwiseResponse
 
 
@@ -33,7 +34,7 @@ def response_data(result: ListwiseResult, request_id: str, include_runs: bool) -
         "winners": list(c.winners),
         "ranking": list(c.ranking),
         "candidates": [
-            {"id": cid, **{name: round(float(value), 4) for name, value in v.as_dict().items()}}
+            {"id": cid, **{name: round(float(value), 4) for name, value in v.as_dict().items()}, **_fitted(result, cid)}
             for cid, v in c.candidates.items()
         ],
         "runs": [_run(r) for r in result.runs] if include_runs else None,
@@ -48,6 +49,7 @@ def response_data(result: ListwiseResult, request_id: str, include_runs: bool) -
             "k_capped": result.k_capped,
             "runs_made": len(result.runs),
             "stopped": result.stopped,
+            "windows": _windows(result.windows) if result.windows is not None else None,
         },
         "usage": {
             "backend_calls": result.backend_calls,
@@ -58,6 +60,26 @@ def response_data(result: ListwiseResult, request_id: str, include_runs: bool) -
             "cost_usd": result.cost_usd,
         },
         "degraded": result.degraded,
+    }
+
+
+def _fitted(result: ListwiseResult, cid: str) -> dict[str, Any]:
+    report = result.windows
+    if report is None:
+        return {"standard_error": None, "appearances": None}
+    return {"standard_error": round(float(report.standard_errors[cid]), 4), "appearances": report.appearances[cid]}
+
+
+def _windows(report: WindowReport) -> dict[str, Any]:
+    return {
+        "window": report.window,
+        "windows_per_round": report.windows_per_round,
+        "rounds": report.rounds,
+        "calls_budgeted": report.calls_budgeted,
+        "windows_judged": report.windows_judged,
+        "steps": report.steps,
+        "stopped": report.stopped,
+        "residual_sd": round(float(report.residual_sd), 4),
     }
 
 

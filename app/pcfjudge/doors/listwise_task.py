@@ -7,10 +7,11 @@ from __future__ import annotations
 from pcfjudge.doors.checks import check_texts, resolve_model
 from pcfjudge.engine.judge import Judge, prompt_style
 from pcfjudge.engine.listwise_runs import ListwiseTask
-from pcfjudge.errors import client_error
+from pcfjudge.errors import ApiError, client_error
 from pcfjudge.judging import consensus as cons
 from pcfjudge.judging import permutations as perms
 from pcfjudge.judging.waves import Adaptive, Budget
+from pcfjudge.judging.window_rounds import WindowOptions, least_calls
 from pcfjudge.schemas.listwise_schema import ListwiseRequest
 from pcfjudge.settings import Settings
 from pcfjudge.types import MAX_K
@@ -20,8 +21,11 @@ def build_task(body: ListwiseRequest, s: Settings, judge: Judge) -> ListwiseTask
     """Turn a request into a judging task, refusing (422, naming the field) anything the service cannot do. The
     model is resolved here, once: the task carries the resolved model to ``judge.listwise``."""
     n = len(body.candidates)
-    if not s.min_candidates <= n <= s.max_candidates:
-        raise client_error("candidates", f"send between {s.min_candidates} and {s.max_candidates} candidates (got {n})")
+    if n > s.max_items:
+        detail = f"{n} candidates > the limit of {s.max_items} per request (PCFJ_MAX_ITEMS); send at most {s.max_items}"
+        raise ApiError(413, "too_many_candidates", detail, field="candidates")
+    if n < s.min_candidates:
+        raise client_error("candidates", f"send between {s.min_candidates} and {s.max_items} candidates (got {n})")
     pairs = [(str(i), c) if isinstance(c, str) else (c.id, c.text) for i, c in enumerate(body.candidates)]
     ids = [cid for cid, _ in pairs]
     texts = [text for _, text in pairs]
@@ -46,7 +50,7 @@ def build_task(body: ListwiseRequest, s: Settings, judge: Judge) -> ListwiseTask
             raise client_error("permutations", str(exc)) from None
     if body.oracle_best is not None and body.oracle_best not in ids:
         raise client_error("oracle_best", f"{body.oracle_best!r} is not one of the candidate ids")
-    k, auto = runs_per_execution(body, s)
+    k, auto = runs_per_execution(body, s) if n <= s.max_candidates else (windowed_rounds(body, s, n), None)
     task = ListwiseTask(
         question=body.question,
         ids=ids,
@@ -63,8 +67,30 @@ def build_task(body: ListwiseRequest, s: Settings, judge: Judge) -> ListwiseTask
         auto=auto,
         budget=budget(body, s, model.string),
         style=prompt_style(s, body.rationales, "listwise"),
+        windows=WindowOptions(top_n=1) if n > s.max_candidates else None,  # best-of-N: the winner's boundary
     )
     return task
+
+
+def windowed_rounds(body: ListwiseRequest, s: Settings, n: int) -> int:
+    """Past one window (docs/method.md): ``k`` counts rounds of windows; what applies to one prompt's permutations
+    (explicit permutations, other modes, adaptive K, executions, a cost budget) is refused naming the field."""
+    window = f"more than {s.max_candidates} candidates (PCFJ_MAX_CANDIDATES) are judged in rounds of windows"
+    if body.mode != "consensus":
+        raise client_error("mode", f"{window}, in mode consensus only; send at most {s.max_candidates} for {body.mode}")
+    for name in ("permutations", "max_cost_usd"):
+        if getattr(body, name) is not None:
+            raise client_error(name, f"{window}; {name} applies to one window: remove it (max_calls bounds the rounds)")
+    if body.k == "auto" or body.executions != 1:
+        field = "k" if body.k == "auto" else "executions"
+        raise client_error(field, f"{window}; k counts rounds there (at least 2, default {s.window_rounds})")
+    rounds = body.k or s.window_rounds
+    if rounds < 2:
+        raise client_error("k", f"{window}; k counts rounds there and must be at least 2 (the fit needs two)")
+    if body.max_calls is not None and body.max_calls < least_calls(n, s.max_candidates):
+        need = least_calls(n, s.max_candidates)
+        raise client_error("max_calls", f"{window}; {n} candidates need at least {need} calls (two rounds)")
+    return rounds
 
 
 def runs_per_execution(body: ListwiseRequest, settings: Settings) -> tuple[int, Adaptive | None]:

@@ -2,9 +2,11 @@
 ``services.judge``; a document's relevance is its consensus (0–100). Shared by ``/rerank`` (TEI shape) and
 ``/v1/rerank`` + ``/v2/rerank`` (Cohere/Jina shape).
 
-More documents than ``PCFJ_MAX_CANDIDATES`` (default 16) are refused with 413 naming the limit: one listwise judgment
-compares every document with every other, and scores from separate judgments of different groups would not be
-comparable, so they are never split up or cut silently. None is a 400.
+Up to ``PCFJ_MAX_CANDIDATES`` (default 16, one prompt's window) documents are one listwise judgment over K
+permutations; more, up to ``PCFJ_MAX_ITEMS`` (default 1,000), are judged in rounds of windows fitted onto one scale
+(``engine.window_runs``), so relevance scores are comparable across the whole list. With ``top_n`` the rounds after
+the first two go to the documents still uncertain at the ``top_n`` boundary; without it every round is uniform
+(every relevance score matters). More than ``PCFJ_MAX_ITEMS`` is a 413 naming the limit; none is a 400.
 
 One document (retrievers return one all the time, and Cohere and TEI accept it) is judged pointwise, exactly as a
 reward group of one is (``pcfjudge.reward.scoring``): the same listwise task with a single candidate, one call (there
@@ -24,6 +26,7 @@ from pcfjudge.engine.judge import Judge, prompt_style
 from pcfjudge.engine.listwise_runs import ListwiseTask
 from pcfjudge.errors import ApiError, client_error
 from pcfjudge.judging import consensus as cons
+from pcfjudge.judging.window_rounds import WindowOptions
 from pcfjudge.schemas.listwise_schema import ListwiseResponse
 from pcfjudge.schemas.rerank_schema import RerankOptions
 from pcfjudge.settings import Settings
@@ -48,18 +51,17 @@ class Ranked:
 
 
 def check_count(s: Settings, n: int, field: str) -> None:
-    """1 to max_candidates documents: 400 for none, 413 naming the limit for too many. Two or more must also be at
+    """1 to max_items documents: 400 for none, 413 naming the limit for too many. Two or more must also be at
     least PCFJ_MIN_CANDIDATES (422); one is judged pointwise."""
     if n == 0:
-        raise ApiError(400, "empty", f"`{field}` cannot be empty; send 1 to {s.max_candidates}")
+        raise ApiError(400, "empty", f"`{field}` cannot be empty; send 1 to {s.max_items}")
     if 1 < n < s.min_candidates:
         detail = f"send 1, or at least {s.min_candidates} (got {n}): relevance is judged relative to the other {field}"
         raise client_error(field, detail)
-    if n > s.max_candidates:
+    if n > s.max_items:
         detail = (
-            f"{n} {field} > maximum allowed {s.max_candidates} per request (PCFJ_MAX_CANDIDATES): every {field[:-1]} "
-            f"is judged against all the others in one judgment; send at most {s.max_candidates}, e.g. the top "
-            f"{s.max_candidates} of a first-stage retriever"
+            f"{n} {field} > maximum allowed {s.max_items} per request (PCFJ_MAX_ITEMS); send at most {s.max_items}, "
+            f"e.g. the top {s.max_items} of a first-stage retriever"
         )
         raise ApiError(413, "too_many_documents", detail, field=field)
 
@@ -93,27 +95,43 @@ def cut(text: str, limit: int, keep_end: bool = False) -> str:
 
 
 def build_task(
-    s: Settings, query: str, texts: list[str], options: RerankOptions | None, model: ResolvedModel, field: str
+    s: Settings,
+    query: str,
+    texts: list[str],
+    options: RerankOptions | None,
+    model: ResolvedModel,
+    field: str,
+    top_n: int | None = None,
 ) -> ListwiseTask:
-    """A listwise task over the documents (ids "0", "1", …), validated with the listwise route's checks."""
-    check_count(s, len(texts), field)
+    """A listwise task over the documents (ids "0", "1", …), validated with the listwise route's checks; past one
+    window, ``k`` counts rounds (default PCFJ_WINDOW_ROUNDS) and ``top_n`` is the boundary the later rounds settle."""
+    n = len(texts)
+    check_count(s, n, field)
     check_texts(s, query, {f"{field}.{i}": text for i, text in enumerate(texts)})
     opts = options or RerankOptions()
     try:
         weights = cons.resolve_weights(opts.weights)
     except ValueError as exc:
         raise client_error("pcfjudge.weights", str(exc)) from None
+    windowed = n > s.max_candidates
+    if windowed and opts.executions != 1:
+        raise client_error("pcfjudge.executions", f"more than {s.max_candidates} documents are judged in rounds of "
+                           "windows: one execution only; raise pcfjudge.k (rounds) instead")
+    if windowed and opts.k is not None and opts.k < 2:
+        raise client_error("pcfjudge.k", f"more than {s.max_candidates} documents: k counts rounds, at least 2")
+    boundary = top_n if top_n is not None and top_n < n else 0
     return ListwiseTask(
         question=query,
-        ids=[str(i) for i in range(len(texts))],
+        ids=[str(i) for i in range(n)],
         texts=texts,
-        k=opts.k or s.default_k,
+        k=opts.k or (s.window_rounds if windowed else s.default_k),
         weights=weights,
         executions=opts.executions,
         seed=opts.seed,
         cache_mode=opts.cache,
         model=model,
         style=prompt_style(s, opts.rationales, "rerank"),
+        windows=WindowOptions(top_n=boundary) if windowed else None,
     )
 
 

@@ -10,7 +10,6 @@ groups together (422; each group also within ``PCFJ_MAX_CALLS_PER_REQUEST``, ret
 
 from __future__ import annotations
 
-import math
 import weakref
 from collections import Counter
 from collections.abc import Iterator, Sequence
@@ -23,9 +22,10 @@ from pcfjudge.engine import spend
 from pcfjudge.engine.judge import Judge
 from pcfjudge.errors import ApiError, Refusal, client_error
 from pcfjudge.judging import permutations as perms
+from pcfjudge.judging.window_rounds import budget_calls
 from pcfjudge.reward.collector import note_of
 from pcfjudge.reward.rewards import GroupRequest, Rewards
-from pcfjudge.reward.scoring import Failure, GroupSpec, GroupUsage, GroupVerdict, MemberOutcome
+from pcfjudge.reward.scoring import Failure, GroupSpec, GroupUsage, GroupVerdict, MemberOutcome, group_k
 from pcfjudge.schemas.reward_schema import RewardMode, RewardOptions, RewardSampleResult, RewardUsage, SampleError
 from pcfjudge.settings import Settings
 
@@ -81,11 +81,11 @@ def plan(s: Settings, judge: Judge, options: RewardOptions, items: Sequence[Item
     check_samples(s, len(items), field)
     model = resolve_model(judge, options.model, None)
     size = options.group_size or s.reward_group_size
-    if size > s.max_candidates:
-        raise client_error("group_size", f"at most {s.max_candidates} (PCFJ_MAX_CANDIDATES); got {size}")
+    if size > s.max_group_size:
+        raise client_error("group_size", f"at most {s.max_group_size} (PCFJ_MAX_GROUP_SIZE); got {size}")
     wait_ms = options.group_wait_ms if options.group_wait_ms is not None else s.reward_group_wait_ms
     wait_ms = min(wait_ms, s.reward_max_wait_ms)  # the operator's cap on how long a request is held
-    k, tenant = options.k or s.default_k, context.key_name()
+    k, tenant = options.k, context.key_name()  # None: the default for the group's size (scoring.group_k)
     index: dict[tuple[str, str, str | None] | str, int] = {}
     groups: list[GroupRequest] = []
     where: list[int] = []
@@ -106,11 +106,11 @@ def plan(s: Settings, judge: Judge, options: RewardOptions, items: Sequence[Item
         where.append(index[key])
     for group in groups:
         distinct = len(set(group.texts))
-        if distinct > s.max_candidates:
+        if distinct > s.max_group_size:
             where_ = f"group {group.label!r}" if group.label else "a prompt"
-            detail = f"{where_} has {distinct} distinct responses; at most {s.max_candidates} (PCFJ_MAX_CANDIDATES)"
-            raise client_error(field, detail)
-    calls = sum(planned_calls(g, size, k, s.max_candidates) for g in groups)
+            detail = f"{where_} has {distinct} distinct responses; at most {s.max_group_size} (PCFJ_MAX_GROUP_SIZE)"
+            raise ApiError(413, "group_too_large", detail, field=field)
+    calls = sum(planned_calls(g, size, k, s) for g in groups)
     if calls > s.max_reward_calls_per_request:
         detail = (
             f"{field}: this request's {len(groups)} groups need up to {calls} backend calls; the limit is "
@@ -121,13 +121,15 @@ def plan(s: Settings, judge: Judge, options: RewardOptions, items: Sequence[Item
     return Plan(model.string, options.reward, size, wait_ms / 1000, groups, where, list(items))
 
 
-def planned_calls(group: GroupRequest, size: int, k: int, max_candidates: int) -> int:
-    """The most backend calls judging ``group`` can take: K per chunk of candidates (1 for a lone response); a group
-    that waits for other requests' members is counted at the size it waits for."""
+def planned_calls(group: GroupRequest, size: int, k: int | None, s: Settings) -> int:
+    """The most backend calls judging ``group`` can take: K in one window (1 for a lone response), else its rounds
+    of windows; a group that waits for other requests' members is counted at the size it waits for."""
     distinct = len(set(group.texts))
     members = max(distinct, size) if len(group.texts) < size else distinct
-    chunks = math.ceil(members / max_candidates)
-    return chunks * min(k, perms.max_k(math.ceil(members / chunks)))
+    rounds = group_k(s, k, members)
+    if members <= s.max_candidates:
+        return min(rounds, perms.max_k(members))
+    return budget_calls(members, s.max_candidates, rounds)
 
 
 def _check_lengths(s: Settings, item: Item, field: str) -> None:

@@ -30,7 +30,9 @@ from pcfjudge.engine.pairwise_passes import (
     plan_passes,
 )
 from pcfjudge.engine.runner import CallRunner
+from pcfjudge.engine.window_runs import judge_windows, window_spec
 from pcfjudge.judging.prompts import PromptStyle
+from pcfjudge.judging.window_rounds import budget_calls
 from pcfjudge.security.guard import Guard
 from pcfjudge.settings import Settings
 from pcfjudge.types import DecodingParams, Usage
@@ -110,6 +112,8 @@ class Judge:
         ``Refusal`` when the guard or admission control declines."""
         model = self.model(task.model)
         params = self.params(model)
+        if len(task.ids) > self.settings.max_candidates:
+            return await self._windows(task, model, params)
         plan = plan_runs(task, model.string, params)
         calls = len(plan.runs)
         if task.budget is not None:
@@ -125,6 +129,24 @@ class Judge:
             lambda: judge_listwise(
                 task, model, self.runner, params, deadline=deadline, quorum=quorum, price=price, plan=plan
             ),
+        )
+
+    async def _windows(self, task: ListwiseTask, model: ResolvedModel, params: DecodingParams) -> ListwiseResult:
+        """More candidates than one window (PCFJ_MAX_CANDIDATES): rounds of windows fitted onto one scale; the
+        guard checks the budget of every round the judgment may take before the first call."""
+        window = self.settings.max_candidates
+        spec = window_spec(task, window)
+        calls = budget_calls(len(task.ids), window, spec.rounds, spec.max_calls)
+        deadline = asyncio.get_running_loop().time() + self.timeout_s
+        quorum = self.settings.quorum
+        return await self._spend(
+            model.string,
+            self.settings.prices.get(model.string),
+            calls,
+            [task.question, *task.texts],
+            "candidates",
+            lambda: judge_windows(task, model, self.runner, params, window=window, deadline=deadline, quorum=quorum),
+            shown=spec.rounds,
         )
 
     async def pairwise(self, task: PairwiseTask) -> PairwiseResult:
@@ -151,15 +173,16 @@ class Judge:
         texts: Sequence[str],
         field: str,
         judge: Callable[[], Awaitable[R]],
+        shown: int | None = None,
     ) -> R:
         """Check and charge the guard, judge, refund what the judgment did not spend, record it for the log; the
         result's ``cost_usd`` is its usage at the model's price (computed here once, for the response and the
-        cost metric alike)."""
+        cost metric alike). ``shown``: windowed, each text is in at most that many calls (else in every call)."""
         if self.guard is None:
             result = await judge()
         else:
             self.guard.check_model(model)
-            self.guard.check_plan(calls, texts, field=field)
+            self.guard.check_plan(calls, texts, field=field, shown=shown)
             charge = await self.guard.charge(calls)
             # Every attempt this judgment makes (retries included; not calls it shares with other requests) counts
             # against PCFJ_MAX_CALLS_PER_REQUEST and the request's own allowance, and is what the quota is charged.

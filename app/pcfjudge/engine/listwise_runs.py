@@ -25,6 +25,7 @@ from pcfjudge.judging.parse import ListwiseAnswer, load_json_object, validate_li
 from pcfjudge.judging.prompts import DEFAULT_STYLE, PromptStyle, listwise_version, new_nonce, render_listwise
 from pcfjudge.judging.run_records import RunJudgments, RunRecord
 from pcfjudge.judging.waves import Adaptive, Budget, Waves
+from pcfjudge.judging.window_rounds import WindowOptions, WindowReport
 from pcfjudge.types import LABELS, SAMPLE_STRIDE, CacheMode, DecodingParams, Usage
 
 Mode = Literal["consensus", "direct", "repeated_canonical"]
@@ -48,6 +49,7 @@ class ListwiseTask:
     auto: Adaptive | None = None  # "k": "auto": k is k_max, runs stop as ``auto.stop`` allows (judging/adaptive.py)
     budget: Budget | None = None  # max_calls / max_cost_usd, spent in schedule order (judging/waves.py)
     style: PromptStyle = DEFAULT_STYLE  # prompt family and rationales (front doors take it from ``Judge.style``)
+    windows: WindowOptions | None = None  # past one window: what matters (engine/window_runs.py; k counts rounds)
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +93,7 @@ class ListwiseResult:
     quorum: int = 0
     stopped: adaptive.Stopped | None = None  # why runs stopped early (adaptive K or a budget); None: all K made
     cost_usd: float | None = None  # usage at the model's price (PCFJ_PRICES), set by ``Judge``; None: unpriced
+    windows: WindowReport | None = None  # past one window: the design, uncertainty and stop (engine/window_runs.py)
     degraded: bool = field(init=False)
 
     def __post_init__(self) -> None:
@@ -186,7 +189,7 @@ async def judge_listwise(
     ``plan``: ``plan_runs`` of the same task, model and params, when the caller has it already."""
     plan = plan or plan_runs(task, model.string, params)
     planned = [RunRecord(r.execution, r.index, [task.ids[i] for i in r.order], r.sample) for r in plan.runs]
-    specs = _specs(task, plan, model, params)
+    specs = call_specs(task, plan, model, params)
     # Only a priced call needs the prompt's size (a cost estimate before the first call); rendering one is not free.
     call = specs[0].call if price is not None else None
     waves = Waves(
@@ -229,7 +232,7 @@ async def _run_waves(
         at = [execution * per_execution + index for execution, index in wave]
         outcomes = await runner.run([specs[j] for j in at], model, deadline=deadline, cache_mode=task.cache_mode)
         for position, j, outcome in zip(wave, at, outcomes, strict=True):
-            _fill(planned[j], outcome, labels, task.ids)
+            fill_record(planned[j], outcome, labels, task.ids)
             waves.record(position, planned[j].result, call=not outcome.cached, usage=outcome.usage)
             made[j] = outcome
     return [planned[j] for j in sorted(made)], [made[j] for j in sorted(made)]
@@ -239,7 +242,7 @@ def _oracle_index(task: ListwiseTask) -> int | None:
     return task.ids.index(task.oracle_best) if task.oracle_best is not None else None
 
 
-def _specs(task: ListwiseTask, plan: RunPlan, model: ResolvedModel, params: DecodingParams) -> list[CallSpec]:
+def call_specs(task: ListwiseTask, plan: RunPlan, model: ResolvedModel, params: DecodingParams) -> list[CallSpec]:
     """The calls of the plan, each prompt rendered for its displayed order (one framing nonce per request) when the
     runner first needs it: a run answered from the cache renders no prompt."""
     nonce = _Nonce()
@@ -357,7 +360,7 @@ class _Consensuses:
 _CONSENSUS = _Consensuses()
 
 
-def _fill(record: RunRecord, outcome: CallOutcome, labels: str, ids: list[str]) -> None:
+def fill_record(record: RunRecord, outcome: CallOutcome, labels: str, ids: list[str]) -> None:
     record.cached, record.latency_ms, record.usage = outcome.cached, outcome.latency_ms, outcome.usage
     if outcome.answer is None:
         record.error = outcome.error_text

@@ -24,6 +24,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 Observation = tuple[int, int, float]
 """(call, candidate, score): one score one call gave one candidate."""
 
@@ -44,61 +46,57 @@ class WindowFit:
 
 
 def fit_windows(
-    n: int, observations: Sequence[Observation], *, tolerance: float = 1e-9, max_iter: int = 1000
+    n: int,
+    observations: Sequence[Observation],
+    *,
+    tolerance: float = 1e-7,
+    max_iter: int = 1000,
+    start: Sequence[float] | None = None,
 ) -> WindowFit:
-    """Fit ``n`` candidates' scores from ``observations`` (see the module docstring)."""
-    calls = sorted({k for k, _, _ in observations})
-    index = {k: i for i, k in enumerate(calls)}
-    by_candidate: list[list[tuple[int, float]]] = [[] for _ in range(n)]
-    by_call: list[list[tuple[int, float]]] = [[] for _ in calls]
-    for k, c, s in observations:
-        by_candidate[c].append((index[k], s))
-        by_call[index[k]].append((c, s))
-    mu = sum(s for _, _, s in observations) / len(observations) if observations else 0.0
-    theta = [0.0] * n
-    offset = [sum(s for _, s in seen) / len(seen) - mu for seen in by_call]  # start from each call's own mean
-    centred_c = [[(k, s - mu) for k, s in seen] for seen in by_candidate]  # scores less mu, by candidate
-    centred_k = [[(c, s - mu) for c, s in seen] for seen in by_call]  # and by call
-    present = [bool(seen) for seen in by_candidate]
+    """Fit ``n`` candidates' scores from ``observations`` (see the module docstring); numpy's ``bincount`` does each
+    half-step's sums over all observations at once (Python loops took ~0.1 s of CPU at 1,000 candidates).
+    ``start``: the scores of a fit of fewer observations, to start from (a refit after more windows)."""
+    if not observations:
+        return WindowFit([0.0] * n, [math.inf] * n, [0] * n, 0.0, 0, 0)
+    data = np.asarray(observations, dtype=np.float64)
+    call = np.unique(data[:, 0].astype(np.int64), return_inverse=True)[1].ravel()
+    cand = data[:, 1].astype(np.intp)
+    mu = float(data[:, 2].mean())
+    centred = data[:, 2] - mu  # scores less mu
+    counts = np.bincount(cand, minlength=n)
+    sizes = np.bincount(call).astype(np.float64)
+    present = counts > 0
+    per = np.maximum(counts, 1).astype(np.float64)
+    theta = np.zeros(n) if start is None else np.asarray(start, dtype=np.float64) - mu  # a previous fit's scores
+    theta[~present] = 0.0
+    offset = np.bincount(call, centred - theta[cand]) / sizes  # each call's own mean, less what theta explains
     iterations = 0
     for iterations in range(1, max_iter + 1):  # noqa: B007 (reported)
-        change = 0.0
-        for c, seen in enumerate(centred_c):
-            if seen:
-                new = sum(s - offset[k] for k, s in seen) / len(seen)
-                step = RELAX * (new - theta[c])
-                theta[c] += step
-                change = max(change, abs(step))
-        _center(theta, present)
-        for k, seen in enumerate(centred_k):
-            new = sum(s - theta[c] for c, s in seen) / len(seen)
-            change, offset[k] = max(change, abs(new - offset[k])), new
+        step = RELAX * (np.bincount(cand, centred - offset[call], minlength=n) / per - theta)
+        step[~present] = 0.0
+        theta += step
+        theta[present] -= theta[present].mean()  # the model's constraint: judged candidates' values sum to 0
+        new = np.bincount(call, centred - theta[cand]) / sizes
+        change = max(float(np.abs(step).max()), float(np.abs(new - offset).max()))
+        offset = new
         if change < tolerance:
             break
-    counts = [len(seen) for seen in by_candidate]
-    residuals = [s - mu - theta[c] - offset[index[k]] for k, c, s in observations]
-    dof = len(observations) - sum(1 for x in counts if x) - len(calls) + 1
-    sd = math.sqrt(sum(r * r for r in residuals) / dof) if dof > 0 else 0.0
-    m = len(observations) / len(calls) if calls else 1.0
+    residuals = centred - theta[cand] - offset[call]
+    dof = len(observations) - int(present.sum()) - len(sizes) + 1
+    sd = math.sqrt(float(residuals @ residuals) / dof) if dof > 0 else 0.0
+    m = len(observations) / len(sizes)
     inflate = math.sqrt(m / (m - 1)) if m > 1 else 1.0
+    by_call: list[list[tuple[int, float]]] = [[] for _ in range(len(sizes))]
+    for k, c in zip(call.tolist(), cand.tolist(), strict=True):
+        by_call[k].append((c, 0.0))
     return WindowFit(
-        scores=[mu + t for t in theta],
-        standard_errors=[sd / math.sqrt(x) * inflate if x else math.inf for x in counts],
-        appearances=counts,
+        scores=(mu + theta).tolist(),
+        standard_errors=[sd / math.sqrt(x) * inflate if x else math.inf for x in counts.tolist()],
+        appearances=counts.tolist(),
         residual_sd=sd,
         components=_components(n, by_call),
         iterations=iterations,
     )
-
-
-def _center(values: list[float], present: list[bool]) -> None:
-    """Shift the judged candidates' values to mean zero (the model's constraint)."""
-    judged = [v for v, p in zip(values, present, strict=True) if p]
-    if judged:
-        mean = sum(judged) / len(judged)
-        for i, p in enumerate(present):
-            if p:
-                values[i] -= mean
 
 
 def _components(n: int, by_call: Sequence[Sequence[tuple[int, float]]]) -> int:

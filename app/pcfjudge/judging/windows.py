@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 Window = tuple[int, ...]
 """Candidate indices (into the request's candidates) in displayed order."""
@@ -63,7 +63,7 @@ def _bucket(position: int, size: int) -> int:
     return 0 if position == 0 else _BUCKETS - 1 if position == size - 1 else 1
 
 
-def _place(members: Sequence[int], shown: list[list[int]], rng: random.Random) -> Window:
+def _place(members: Sequence[int], shown: Mapping[int, list[int]] | list[list[int]], rng: random.Random) -> Window:
     """Display order of one window: each position goes to the member shown there least so far (ties: a seeded
     draw), the extreme positions first since they carry most of a judge's position bias."""
     size = len(members)
@@ -98,24 +98,35 @@ def boundary_windows(
     scores: Sequence[float], errors: Sequence[float], top_n: int, window: int, seed: int = 0, z: float = 1.0
 ) -> list[Window]:
     """One more round where it can change the answer: windows over the candidates whose place relative to the
-    ``top_n`` boundary is not yet certain (fitted score within ``z`` standard errors of the boundary, the midpoint
-    between the ``top_n``-th and the next score). Empty when no candidate is uncertain (the top set is certified)
-    or only one is. Each window is judged like any other and refitted with the rest: the uncertain candidates
-    already sit on the common scale, so windows of them alone stay connected to it."""
+    ``top_n`` boundary is not yet certain (``uncertain_at``). Empty when no candidate is uncertain (the top set is
+    certified) or only one is. Each window is judged like any other and refitted with the rest: the uncertain
+    candidates already sit on the common scale, so windows of them alone stay connected to it."""
+    uncertain = uncertain_at(scores, errors, top_n, z)
+    return windows_over(uncertain, len(scores), window, seed) if len(uncertain) >= 2 else []
+
+
+def uncertain_at(scores: Sequence[float], errors: Sequence[float], top_n: int, z: float = 1.0) -> list[int]:
+    """Candidates whose fitted score is within ``z`` standard errors of the ``top_n`` boundary (the midpoint between
+    the ``top_n``-th and the next score), in index order; none when ``top_n`` is not inside the list."""
     n = len(scores)
     if not 0 < top_n < n:
         return []
     ranked = sorted(range(n), key=lambda c: -scores[c])
     boundary = (scores[ranked[top_n - 1]] + scores[ranked[top_n]]) / 2
-    uncertain = [c for c in range(n) if abs(scores[c] - boundary) <= z * errors[c]]
-    if len(uncertain) < 2:
-        return []
-    rng = random.Random(f"pcfjudge-boundary:{n}:{top_n}:{seed}:{len(uncertain)}")
-    rng.shuffle(uncertain)
-    shown = [[0] * _BUCKETS for _ in range(n)]
+    return [c for c in range(n) if abs(scores[c] - boundary) <= z * errors[c]]
+
+
+def windows_over(candidates: Sequence[int], n: int, window: int, seed: int = 0, times: int = 1) -> list[Window]:
+    """``times`` rounds of windows over ``candidates`` alone (of ``n``), each a fresh seeded shuffle, display
+    positions balanced across them as in ``plan_windows``."""
+    rng = random.Random(f"pcfjudge-boundary:{n}:{seed}:{len(candidates)}")
+    shown = {c: [0] * _BUCKETS for c in candidates}
     windows: list[Window] = []
-    start = 0
-    for size in window_sizes(len(uncertain), window):
-        windows.append(_place(uncertain[start : start + size], shown, rng))
-        start += size
+    for _ in range(times):
+        order = list(candidates)
+        rng.shuffle(order)
+        start = 0
+        for size in window_sizes(len(order), window):
+            windows.append(_place(order[start : start + size], shown, rng))
+            start += size
     return windows

@@ -82,7 +82,7 @@ class Rewards:
         return list(await asyncio.gather(*(self._group(g, size, wait_s) for g in groups)))
 
     async def _group(self, group: GroupRequest, size: int, wait_s: float) -> GroupVerdict:
-        judge: JudgeFn = partial(judge_group, self.judge, group.spec, max_candidates=self.settings.max_candidates)
+        judge: JudgeFn = partial(judge_group, self.judge, group.spec)
         if len(group.texts) >= size:
             return await judge(group.texts)
         collector = self.shared or self.local

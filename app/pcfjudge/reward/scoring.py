@@ -17,7 +17,6 @@ A failed judgment gives every member of its chunk a ``Failure`` and no reward: n
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 from collections import Counter
@@ -31,6 +30,8 @@ from pcfjudge.engine.listwise_runs import ListwiseResult, ListwiseTask
 from pcfjudge.errors import Refusal
 from pcfjudge.judging import permutations as perms
 from pcfjudge.judging.prompts import listwise_version
+from pcfjudge.judging.window_rounds import WindowOptions
+from pcfjudge.settings import Settings
 
 RewardMode = Literal["consensus", "borda", "win"]
 Scoring = Literal["group", "pointwise"]
@@ -47,7 +48,7 @@ class GroupSpec:
     prompt: str
     reference: str | None
     model: str  # resolved provider:model
-    k: int
+    k: int | None  # None: the service's default for the group's size (``group_k``)
     tenant: str = ""  # the calling key's name: different keys' samples are never judged together
 
     def key(self, label: str) -> str:
@@ -141,37 +142,42 @@ class GroupVerdict:
         return cls(data["model"], outcomes, GroupUsage(**data["usage"]))
 
 
-async def judge_group(judge: Judge, spec: GroupSpec, texts: Sequence[str], *, max_candidates: int) -> GroupVerdict:
-    """Judge the members' responses (duplicates allowed) as one group (or near-equal chunks past the limit)."""
+async def judge_group(judge: Judge, spec: GroupSpec, texts: Sequence[str]) -> GroupVerdict:
+    """Judge the members' responses (duplicates allowed) as one group: past one window (PCFJ_MAX_CANDIDATES), in
+    rounds of windows fitted onto one scale (``engine.window_runs``), so rewards compare across the whole group."""
     counts = Counter(texts)
     # Canonical candidate order: a group judged in any arrival order is the same task (same runs, cache keys and
     # rewards), and the order carries no information about the responses (digests, not texts, decide it).
     unique = sorted(counts, key=digest)
-    parts = -(-len(unique) // max_candidates)
-    chunks = [unique[i::parts] for i in range(parts)]
-    judged = await asyncio.gather(*(_judge_chunk(judge, spec, chunk, counts) for chunk in chunks))
-    outcomes: dict[str, MemberOutcome] = {}
-    usage = GroupUsage()
-    for chunk_outcomes, chunk_usage in judged:
-        outcomes |= chunk_outcomes
-        usage += chunk_usage
+    outcomes, usage = await _judge_unique(judge, spec, unique, counts)
     return GroupVerdict(spec.model, outcomes, usage)
 
 
-async def _judge_chunk(
+def group_k(settings: Settings, k: int | None, distinct: int) -> int:
+    """A group's K: the request's, else PCFJ_DEFAULT_K in one window and PCFJ_WINDOW_ROUNDS (rounds) past it."""
+    if k is not None:
+        return k
+    return settings.default_k if distinct <= settings.max_candidates else settings.window_rounds
+
+
+async def _judge_unique(
     judge: Judge, spec: GroupSpec, texts: list[str], counts: Counter[str]
 ) -> tuple[dict[str, MemberOutcome], GroupUsage]:
     n = len(texts)
+    k = group_k(judge.settings, spec.k, n)
     style = judge.style(None, "reward")  # rewards are numbers: no rationales unless PCFJ_RATIONALES says
     base = MemberOutcome(
         group_size=sum(counts[t] for t in texts),
         candidates=n,
         scoring="group" if n > 1 else "pointwise",
-        k=min(spec.k, perms.max_k(n)),
+        k=min(k, perms.max_k(n)) if n <= judge.settings.max_candidates else k,
         prompt_version=listwise_version(spec.reference, style),
     )
     ids = [str(i) for i in range(n)]
-    task = ListwiseTask(spec.prompt, ids, texts, k=spec.k, model=spec.model, reference=spec.reference, style=style)
+    windows = WindowOptions() if n > judge.settings.max_candidates else None  # rewards: the whole order matters
+    task = ListwiseTask(
+        spec.prompt, ids, texts, k=k, model=spec.model, reference=spec.reference, style=style, windows=windows
+    )
     try:
         result = await judge.listwise(task)
     except (JudgingFailed, Refusal) as exc:

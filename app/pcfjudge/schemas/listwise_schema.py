@@ -14,7 +14,7 @@ from pydantic import (
     field_validator,
 )
 
-from pcfjudge.schemas.common import MAX_CANDIDATES, RunTokens, Strict, Text, UsageOut
+from pcfjudge.schemas.common import MAX_CANDIDATES, MAX_ITEMS, RunTokens, Strict, Text, UsageOut
 from pcfjudge.types import MAX_K
 
 
@@ -34,13 +34,16 @@ class ListwiseRequest(Strict):
         ]
     ] = Field(
         description='Candidate answers: {"id", "text"} objects or plain strings (which get ids "0", "1", …); '
-        f"2 to PCFJ_MAX_CANDIDATES (default {MAX_CANDIDATES}).",
-        json_schema_extra={"minItems": 2, "maxItems": MAX_CANDIDATES},
+        f"2 to PCFJ_MAX_ITEMS (default {MAX_ITEMS}). Up to PCFJ_MAX_CANDIDATES (default {MAX_CANDIDATES}, one "
+        "prompt's window) they are judged together over k permutations; past it, in k rounds of windows fitted "
+        "onto one scale (docs/method.md).",
+        json_schema_extra={"minItems": 2, "maxItems": MAX_ITEMS},
     )
     k: Annotated[StrictInt, Field(ge=1, le=MAX_K)] | Literal["auto"] | None = Field(
         default=None,
         description='Permutations (runs) per execution (default 7), or "auto": run k_min, then stop as soon as `stop` '
-        "allows, at most k_max (adaptive K).",
+        "allows, at most k_max (adaptive K). Past one window: rounds of windows, the most windows a candidate is "
+        "shown in (default PCFJ_WINDOW_ROUNDS, 4; at least 2).",
     )
     k_min: StrictInt = Field(
         default=3, ge=1, le=MAX_K, description='With k "auto": runs per execution before any stop.'
@@ -112,6 +115,29 @@ class CandidateOut(BaseModel):
     uncertainty: float
     major_error: float
     hallucinated_specificity: float
+    standard_error: float | None = Field(
+        default=None,
+        description="Past one window: the standard error of the fitted consensus (same 0–100 scale); else null.",
+    )
+    appearances: int | None = Field(
+        default=None, description="Past one window: the windows this candidate was judged in; else null."
+    )
+
+
+class WindowsOut(BaseModel):
+    """How a judgment past one window went (docs/method.md, "Many candidates")."""
+
+    window: int = Field(description="Candidates per prompt at most (PCFJ_MAX_CANDIDATES).")
+    windows_per_round: int
+    rounds: int = Field(description="Rounds budgeted: the most windows any candidate is shown in (k).")
+    calls_budgeted: int = Field(description="The most calls this judgment could make (checked against the limits).")
+    windows_judged: int
+    steps: int = Field(description="Round trips: the first rounds together, then one per boundary round.")
+    stopped: Literal["rounds", "certified", "budget"] = Field(
+        description="rounds: every round made; certified: the top (the winner, or rerank's top_n) no longer in "
+        "doubt; budget: the rounds ran out with candidates still within one standard error of the boundary."
+    )
+    residual_sd: float = Field(description="Scatter of one call's values around the fit (0–100 scale).")
 
 
 class JudgmentOut(BaseModel):
@@ -153,6 +179,7 @@ class Diagnostics(BaseModel):
         description='Why runs stopped: with k "auto" certified, confident or k_max; budget when max_calls or '
         "max_cost_usd ended the request early; null when a fixed k made every run.",
     )
+    windows: WindowsOut | None = Field(default=None, description="Past one window: the design and why it stopped.")
 
 
 class ListwiseResponse(BaseModel):

@@ -54,7 +54,8 @@ class TeiRerankRequest(Strict):
         "(default 32,000) is a 422 unless truncate is true."
     )
     texts: list[CutText] = Field(
-        description="The candidate answers; 1 to PCFJ_MAX_CANDIDATES (default 16), more is a 413 naming the limit. "
+        description="The candidate answers; 1 to PCFJ_MAX_ITEMS (default 1,000), more is a 413 naming the limit; past "
+        "PCFJ_MAX_CANDIDATES (default 16) they are judged in rounds of windows fitted onto one scale. "
         "One text is judged pointwise (score = the judge's score / 100), as a reward group of one. A text longer than "
         "PCFJ_MAX_CANDIDATE_CHARS (default 32,000) is a 422 unless truncate is true."
     )
@@ -103,12 +104,18 @@ class CohereRerankRequest(Strict):
     )
     query: Text = Field(description="The question the documents answer (the judging prompt).")
     documents: list[CutText | dict[str, str]] = Field(
-        description="Strings, or objects whose rank_fields (default: text) are judged; 1 to PCFJ_MAX_CANDIDATES "
-        "(default 16), more is a 413 naming the limit. One document is judged pointwise (relevance_score = the "
+        description="Strings, or objects whose rank_fields (default: text) are judged; 1 to PCFJ_MAX_ITEMS "
+        "(default 1,000), more is a 413 naming the limit; past PCFJ_MAX_CANDIDATES (default 16) they are judged in "
+        "rounds of windows fitted onto one scale (top_n: the later rounds settle its boundary). One document is judged pointwise (relevance_score = the "
         "judge's score / 100), as a reward group of one. A document longer than PCFJ_MAX_CANDIDATE_CHARS (default "
         "32,000) is a 422 unless max_tokens_per_doc cuts it."
     )
-    top_n: int | None = Field(default=None, ge=1, description="Return only the best top_n results (default: all).")
+    top_n: int | None = Field(
+        default=None,
+        ge=1,
+        description="Return only the best top_n results (default: all); past one window, the rounds after the first "
+        "two settle who is in the top_n.",
+    )
     return_documents: bool | None = Field(
         default=None, description="Include each document in its result (default false, as Cohere)."
     )
@@ -137,7 +144,7 @@ class RerankResult(BaseModel):
 
 
 class BilledUnits(BaseModel):
-    search_units: int = Field(description="1 per request (a request holds at most PCFJ_MAX_CANDIDATES documents).")
+    search_units: int = Field(description="1 per 100 documents (at least 1), as Cohere counts them.")
     input_tokens: int = Field(description="Judge input tokens spent on this request (0 when served from the cache).")
     output_tokens: int = Field(description="Judge output tokens spent on this request.")
 
@@ -189,7 +196,7 @@ class TeiInfo(BaseModel):
     )
     max_batch_tokens: int = Field(description="PCFJ_MAX_INPUT_TOKENS_PER_REQUEST: estimated input tokens per request.")
     max_batch_requests: int | None = Field(description="Always null (no batching across requests).")
-    max_client_batch_size: int = Field(description="PCFJ_MAX_CANDIDATES: texts per /rerank request.")
+    max_client_batch_size: int = Field(description="PCFJ_MAX_ITEMS: texts per /rerank request.")
     auto_truncate: bool = Field(description="Always false: a text that is too long is refused unless truncate=true.")
     tokenization_workers: int = Field(description="Always 0: no tokenizer runs here.")
     version: str = Field(description="The pcfjudge version.")

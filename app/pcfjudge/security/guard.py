@@ -38,9 +38,14 @@ def instruction_chars() -> int:
     return max(len(p.system) + len(p.user) for p in (listwise, keyed))
 
 
-def estimate_input_tokens(texts: Sequence[str], calls: int) -> int:
-    per_call = (sum(len(t) for t in texts) + instruction_chars()) / CHARS_PER_TOKEN
-    return math.ceil(per_call) * calls
+def estimate_input_tokens(texts: Sequence[str], calls: int, shown: int | None = None) -> int:
+    """Every text (question first) and the instructions in every call; with ``shown`` (a windowed judgment), the
+    question and instructions in every call and each other text in at most ``shown`` calls."""
+    if shown is None:
+        per_call = (sum(len(t) for t in texts) + instruction_chars()) / CHARS_PER_TOKEN
+        return math.ceil(per_call) * calls
+    chars = (len(texts[0]) + instruction_chars()) * calls + sum(len(t) for t in texts[1:]) * shown
+    return math.ceil(chars / CHARS_PER_TOKEN)
 
 
 class Guard:
@@ -65,17 +70,18 @@ class Guard:
             field="model",
         )
 
-    def check_plan(self, calls: int, texts: Sequence[str], *, field: str = "k") -> None:
+    def check_plan(self, calls: int, texts: Sequence[str], *, field: str = "k", shown: int | None = None) -> None:
         s = self.settings
         if calls > s.max_calls_per_request:
+            fix = "lower k or executions" if shown is None else "send fewer candidates or lower k (rounds of windows)"
             raise Refusal(
                 422,
                 "over_limit",
                 f"{field}: this request needs {calls} backend calls; the limit is {s.max_calls_per_request} per request "
-                "(PCFJ_MAX_CALLS_PER_REQUEST); lower k or executions",
+                f"(PCFJ_MAX_CALLS_PER_REQUEST); {fix}",
                 field=field,
             )
-        tokens = estimate_input_tokens(texts, calls)
+        tokens = estimate_input_tokens(texts, calls, shown)
         if tokens > s.max_input_tokens_per_request:
             raise Refusal(
                 422,

@@ -117,7 +117,7 @@ async def tei_info(services: ServicesDep) -> TeiInfo:
             "max_input_length": s.max_candidate_chars // CHARS_PER_TOKEN,
             "max_batch_tokens": s.max_input_tokens_per_request,
             "max_batch_requests": None,
-            "max_client_batch_size": s.max_candidates,
+            "max_client_batch_size": s.max_items,
             "auto_truncate": False,
             "tokenization_workers": 0,
             "version": __version__,
@@ -170,7 +170,7 @@ async def cohere_rerank(body: CohereRerankRequest, request: Request, services: S
     if body.max_tokens_per_doc is not None:
         texts = [cut(text, body.max_tokens_per_doc * CHARS_PER_TOKEN) for text in texts]
     model = judge_model(services.judge, body.model, body.pcfjudge)
-    task = build_task(services.settings, body.query, texts, body.pcfjudge, model, "documents")
+    task = build_task(services.settings, body.query, texts, body.pcfjudge, model, "documents", body.top_n)
     include_runs = body.pcfjudge is not None and body.pcfjudge.include_runs
     endpoint = "/v1/rerank" if request.url.path.startswith("/v1/") else "/v2/rerank"
     ranked = await rerank(services.judge, services.metrics, request.state.request_id, task, include_runs, endpoint)
@@ -183,7 +183,7 @@ async def cohere_rerank(body: CohereRerankRequest, request: Request, services: S
             document = body.documents[i]
             item["document"] = document if isinstance(document, dict) else {"text": document}
         results.append(item)
-    meta = {"api_version": {"version": endpoint[2]}, "billed_units": {"search_units": 1, **tokens}, "tokens": tokens}
+    meta = {"api_version": {"version": endpoint[2]}, "billed_units": {"search_units": -(-len(texts) // 100), **tokens}, "tokens": tokens}
     response = RerankResponse.model_validate(
         {
             "id": request.state.request_id,

@@ -29,8 +29,9 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from pcfjudge.judging.window_fit import fit_windows
-from pcfjudge.judging.windows import boundary_windows, plan_windows
+from pcfjudge.judging import consensus as cons
+from pcfjudge.judging.run_records import CandidateJudgment, RunJudgments
+from pcfjudge.judging.window_rounds import WindowRanking, WindowSpec, ranking_of, run_values
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,7 +48,6 @@ class RankingBench:
     per_candidate: int = 120  # input tokens of one candidate's text
     seed: int = 0
     trials: int = 10  # worlds (truths and first-stage orders) each figure is averaged over
-    focus_rounds: int = 2  # uniform rounds before the rounds at the top-10 boundary
 
 
 @dataclass
@@ -93,36 +93,29 @@ class Outcome:
     metrics: dict[str, float] = field(default_factory=dict)
 
 
-def windows_method(judge: Judge, n: int, rounds: int, top_n: int = 0, budget: int = 0) -> tuple[list[int], float]:
-    """Ours: the windows of ``rounds`` rounds, judged, fitted; then, with ``top_n``, rounds of windows over the
-    candidates still uncertain at the ``top_n`` boundary while ``budget`` calls allow. The order and the CPU of
-    planning + fitting (ms)."""
+def windows_method(judge: Judge, n: int, rounds: int, top_n: int = 0) -> tuple[list[int], float]:
+    """Ours, exactly as the service runs it (``judging.window_rounds.WindowRanking``, the stepper
+    ``engine.window_runs`` drives): each call's scores made into the run's Eq. 5 values (ranks from the scores),
+    fitted onto one scale; the whole order over ``rounds`` rounds, or with ``top_n`` two rounds and then the
+    ``top_n`` boundary within ``rounds`` rounds' calls. The order and the CPU of everything but the judge's calls
+    (planning, Eq. 5 per run, fitting; ms)."""
+    ranking = WindowRanking(n, WindowSpec(judge.bench.window, rounds, top_n, seed=judge.bench.seed))
+    weights = cons.PRESETS["proposed"]
+    cpu = 0.0
     started = time.process_time()
-    plan = [w for r in plan_windows(n, judge.bench.window, rounds, seed=judge.bench.seed) for w in r]
-    cpu = time.process_time() - started
-    observations: list[tuple[int, int, float]] = []
-
-    def judge_all(windows: list[tuple[int, ...]]) -> None:
+    while windows := ranking.next_windows():
         for window in windows:
-            k = judge.calls
-            observations.extend((k, c, s) for c, s in zip(window, judge.call(window), strict=True))
-
-    judge_all(plan)
-    started = time.process_time()
-    fit = fit_windows(n, observations)
-    extra = 0
-    while top_n and judge.calls < budget:
-        more = boundary_windows(fit.scores, fit.standard_errors, top_n, judge.bench.window, seed=extra)
-        more = more[: budget - judge.calls]
-        if not more:
-            break
-        cpu += time.process_time() - started
-        judge_all(more)
-        started = time.process_time()
-        fit = fit_windows(n, observations)
-        extra += 1
+            cpu += time.process_time() - started
+            scores = judge.call(window)  # the judge's answer (scores, ranks), as parsed: not the service's CPU
+            ranks = cons.ranks_from_scores({str(c): s for c, s in zip(window, scores, strict=True)})
+            run = RunJudgments(
+                {str(c): CandidateJudgment(s, ranks[str(c)], False, False, False) for c, s in zip(window, scores, strict=True)}
+            )
+            started = time.process_time()
+            ranking.record(window, {int(cid): v[0] for cid, v in run_values(run, weights).items()})
+    fit = ranking.fit()
     cpu += time.process_time() - started
-    return sorted(range(n), key=lambda c: (-fit.scores[c], c)), cpu * 1000
+    return ranking_of(fit.scores), cpu * 1000
 
 
 def sliding_method(judge: Judge, first_stage: list[int]) -> list[int]:
@@ -196,12 +189,18 @@ def _one(bench: RankingBench, n: int, trial: int) -> list[Outcome]:
     world = random.Random(f"ranking-bench:{bench.seed}:{n}:{trial}")
     truth = [world.uniform(10, 90) for _ in range(n)]
     first_stage = sorted(range(n), key=lambda c: -(truth[c] + world.gauss(0, bench.retriever_sd)))
-    sliding_calls = len(range(n, 0, -max(1, bench.window // 2))) if n > bench.window else 1
+    cpu_ms: list[float] = []
+
+    def uniform(judge: Judge) -> list[int]:
+        order, ms = windows_method(judge, n, bench.rounds)
+        cpu_ms.append(ms)  # planning + fitting only (the simulated judge's calls are not the service's CPU)
+        return order
+
     methods: list[tuple[str, Callable[[Judge], list[int]]]] = [
-        (f"windows ({bench.rounds} rounds)", lambda j: windows_method(j, n, bench.rounds)[0]),
+        (f"windows, whole order ({bench.rounds} rounds)", uniform),
         (
-            f"windows ({bench.focus_rounds} rounds + top-10 boundary, ≤ 3× sliding's calls)",
-            lambda j: windows_method(j, n, bench.focus_rounds, top_n=10, budget=3 * sliding_calls)[0],
+            f"windows, top-10 boundary (≤ {bench.rounds} rounds' calls)",
+            lambda j: windows_method(j, n, bench.rounds, top_n=10)[0],
         ),
         ("sliding window (RankGPT)", lambda j: sliding_method(j, first_stage)),
         (f"tournament ({bench.tournaments}×)", lambda j: tournament_method(j, n, random.Random(trial))),
@@ -212,9 +211,7 @@ def _one(bench: RankingBench, n: int, trial: int) -> list[Outcome]:
         judge = Judge(truth, bench, random.Random(f"judge:{bench.seed}:{n}:{trial}:{method}"))
         order = work(judge)
         out.append(Outcome(method, n, order, judge.calls, judge.tokens(), metrics=metrics(order, truth)))
-    started = time.process_time()
-    windows_method(Judge(truth, bench, random.Random(0)), n, bench.rounds)  # timed alone: planning + fitting
-    out[0].cpu_ms = (time.process_time() - started) * 1000
+    out[0].cpu_ms = cpu_ms[0]
     return out
 
 

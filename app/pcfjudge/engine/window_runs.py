@@ -1,0 +1,160 @@
+"""PCFJudge over more candidates than one window: rounds of windows (``judging.window_rounds``), each window an
+ordinary listwise run, all fitted onto one scale (``judging.window_fit``).
+
+Each window is judged as the one-run listwise task over its candidates in their displayed order (``window_task``),
+so its cache key is (window content in that order, the identity permutation, model, …): a retry, another replica or
+a later request that plans the same window reuses it, and so does a plain ``/judge/listwise`` call with those
+candidates in that order and ``k`` = 1. A step's windows go to the runner together (one round trip per step: the
+uniform rounds at once, then one per boundary round), and cancelling the request cancels them all.
+
+The result is an ordinary ``ListwiseResult``: the consensus is the fitted score (Eq. 5 of each run, one scale across
+calls), the other statistics (mean score, Borda share, top vote, uncertainty, flags) are each candidate's means over
+the windows it was judged in, and ``windows`` reports the design, the standard errors and why it stopped. It fails
+(``JudgingFailed``, 502/503/504) when fewer than a strict majority of the calls succeed or when some candidate could
+not be put on the common scale: never a made-up score.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import replace
+
+from pcfjudge.backends.registry import ResolvedModel
+from pcfjudge.engine.failures import JudgingFailed, judging_failed
+from pcfjudge.engine.listwise_runs import ListwiseResult, ListwiseTask, call_specs, fill_record, plan_runs, required_ok
+from pcfjudge.engine.runner import CallOutcome, CallRunner
+from pcfjudge.judging import consensus as cons
+from pcfjudge.judging.prompts import listwise_version
+from pcfjudge.judging.run_records import RunRecord
+from pcfjudge.judging.window_rounds import WindowRanking, WindowReport, WindowSpec, ranking_of, run_values
+from pcfjudge.judging.windows import Window
+from pcfjudge.types import LABELS, DecodingParams, Usage
+
+_STATS = 6  # score, borda, top_vote, uncertainty, major_error, hallucinated_specificity (``run_values``[1:])
+
+
+def window_spec(task: ListwiseTask, window: int) -> WindowSpec:
+    """The task's windowed design: its rounds (``task.k``), boundary and call budget."""
+    options = task.windows
+    max_calls = task.budget.max_calls if task.budget is not None else None
+    return WindowSpec(window, task.k, options.top_n if options else 0, max_calls, task.seed)
+
+
+def window_task(task: ListwiseTask, window: Window) -> ListwiseTask:
+    """One window as an ordinary one-run listwise task (candidates in displayed order, the schedule's identity)."""
+    ids = [task.ids[c] for c in window]
+    oracle = task.oracle_best if task.oracle_best in ids else None
+    return replace(
+        task,
+        ids=ids,
+        texts=[task.texts[c] for c in window],
+        k=1,
+        mode="consensus",
+        executions=1,
+        seed=0,
+        permutations=None,
+        oracle_best=oracle,
+        auto=None,
+        budget=None,
+        windows=None,
+    )
+
+
+async def judge_windows(
+    task: ListwiseTask,
+    model: ResolvedModel,
+    runner: CallRunner,
+    params: DecodingParams,
+    *,
+    window: int,
+    deadline: float,
+    quorum: float | None = None,
+) -> ListwiseResult:
+    """Judge ``task``'s candidates in windows (use ``Judge.listwise``, which sends every task over one window here)."""
+    n = len(task.ids)
+    ranking = WindowRanking(n, window_spec(task, window))
+    records: list[RunRecord] = []
+    outcomes: list[CallOutcome] = []
+    sums = [[0.0] * _STATS for _ in range(n)]
+    where = {cid: c for c, cid in enumerate(task.ids)}
+    while windows := ranking.next_windows():
+        tasks = [window_task(task, w) for w in windows]
+        specs = [call_specs(t, plan_runs(t, model.string, params), model, params)[0] for t in tasks]
+        made = await runner.run(specs, model, deadline=deadline, cache_mode=task.cache_mode)
+        for w, sub, outcome in zip(windows, tasks, made, strict=True):
+            record = RunRecord(ranking.steps - 1, len(records), sub.ids, 0)
+            fill_record(record, outcome, LABELS[: len(w)], sub.ids)
+            records.append(record)
+            outcomes.append(outcome)
+            if record.result is None:
+                ranking.record(w, None)
+                continue
+            values = run_values(record.result, task.weights)
+            ranking.record(w, {where[cid]: v[0] for cid, v in values.items()})
+            for cid, v in values.items():
+                acc = sums[where[cid]]
+                for i in range(_STATS):
+                    acc[i] += v[i + 1]
+    fit = ranking.fit()
+    ok = len(records) - ranking.failed
+    needed = required_ok(len(records), quorum)
+    unscaled = [task.ids[c] for c in range(n) if fit.appearances[c] == 0]
+    if ok < needed or unscaled or fit.components > 1:
+        raise _failed(records, outcomes, ok, needed, unscaled, fit.components)
+    candidates = {
+        cid: cons.CandidateConsensus(fit.scores[c], *(s / fit.appearances[c] for s in sums[c]))
+        for c, cid in enumerate(task.ids)
+    }
+    winners = cons.within_tolerance_of_max({cid: fit.scores[c] for c, cid in enumerate(task.ids)})
+    consensus = cons.Consensus(candidates, winners, [task.ids[c] for c in ranking_of(fit.scores)])
+    shown_winner = [r.result for r in records if r.result is not None and set(winners) & set(r.order)]
+    agreeing = [run for run in shown_winner if set(winners) & set(cons.top_set(run))]
+    report = WindowReport(
+        window=window,
+        windows_per_round=ranking.per_round,
+        rounds=ranking.spec.rounds,
+        calls_budgeted=ranking.budget,
+        windows_judged=len(records),
+        steps=ranking.steps,
+        stopped=ranking.stopped or "rounds",
+        components=fit.components,
+        residual_sd=fit.residual_sd,
+        standard_errors={cid: fit.standard_errors[c] for c, cid in enumerate(task.ids)},
+        appearances={cid: fit.appearances[c] for c, cid in enumerate(task.ids)},
+    )
+    return ListwiseResult(
+        model=model.string,
+        mode="consensus",
+        k=max(fit.appearances),
+        k_requested=task.k,
+        k_capped=False,
+        weights=task.weights,
+        consensus=consensus,
+        runs=records,
+        direct_winners=None,
+        agreement=len(agreeing) / len(shown_winner) if shown_winner else 0.0,
+        order_sensitive=len(agreeing) < len(shown_winner),
+        usage=sum((r.usage for r in records), Usage()),
+        backend_calls=sum(1 for o in outcomes if not o.cached),
+        cache_hits=sum(1 for o in outcomes if o.cached),
+        prompt_version=listwise_version(task.reference, task.style),
+        quorum=needed,
+        windows=report,
+    )
+
+
+def _failed(
+    records: list[RunRecord], outcomes: list[CallOutcome], ok: int, needed: int, unscaled: list[str], components: int
+) -> JudgingFailed:
+    failed = [o for o in outcomes if o.answer is None]
+    if ok < needed:
+        detail = f"only {ok} of {len(records)} window runs succeeded (need {needed})"
+    elif unscaled:
+        detail = f"{len(unscaled)} candidates were in no successful window (e.g. {unscaled[0]!r})"
+    else:
+        detail = f"the successful windows split the candidates into {components} groups with no common scale"
+    if not failed:
+        return JudgingFailed(502, detail, None, records)
+    kinds = Counter(o.error or "error" for o in failed)
+    summary = ", ".join(f"{count}× {k}" for k, count in kinds.most_common())
+    return judging_failed(failed, f"{detail}; failures: {summary}", records)

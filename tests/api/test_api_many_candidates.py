@@ -1,0 +1,149 @@
+"""/judge/listwise past one window (issue 30): rounds of windows fitted onto one scale, every candidate ranked and
+scored, each window an ordinary cached run, every limit before any call, cancellation of every window."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+from pcfjudge.backends.registry import ResolvedModel
+from pcfjudge.doors.listwise_task import build_task
+from pcfjudge.engine.runner import CallOutcome, CallRunner, CallSpec
+from pcfjudge.schemas.listwise_schema import ListwiseRequest
+from pcfjudge.settings import Settings
+from pcfjudge.types import CacheMode
+
+from tests.support.inprocess import app_with_services
+
+QUESTION = "Which answer states the boiling point of water at sea level correctly?"
+CANDIDATES = [f"Answer {i}: water boils at {90 + i % 20} degrees Celsius at sea level." for i in range(40)]
+BODY: dict[str, Any] = {"question": QUESTION, "candidates": CANDIDATES}
+
+
+class Counting:
+    """A runner that counts the calls handed to it and whether a step was cancelled while in flight."""
+
+    def __init__(self, inner: CallRunner) -> None:
+        self.inner, self.calls, self.cancelled = inner, 0, 0
+
+    async def run(
+        self, specs: Sequence[CallSpec], model: ResolvedModel, *, deadline: float, cache_mode: CacheMode = "use"
+    ) -> list[CallOutcome]:
+        self.calls += len(specs)
+        try:
+            return await self.inner.run(specs, model, deadline=deadline, cache_mode=cache_mode)
+        except asyncio.CancelledError:
+            self.cancelled += len(specs)
+            raise
+
+
+async def test_forty_candidates_are_all_ranked_and_scored_on_one_scale() -> None:
+    async with app_with_services() as (client, _):
+        response = await client.post("/judge/listwise", json=BODY)
+        assert response.status_code == 200, response.text
+        data = response.json()
+    ids = [str(i) for i in range(40)]
+    assert sorted(data["ranking"]) == sorted(ids) and len(data["candidates"]) == 40
+    assert data["winners"] and set(data["winners"]) <= set(ids)
+    windows = data["diagnostics"]["windows"]
+    assert windows["window"] == 16 and windows["windows_per_round"] == 3 and windows["rounds"] == 4
+    assert windows["calls_budgeted"] == 12 and windows["stopped"] in ("certified", "budget")
+    assert windows["windows_judged"] == data["diagnostics"]["runs_made"] == len(data["runs"])
+    for c in data["candidates"]:
+        assert 2 <= c["appearances"] <= 4 and c["standard_error"] > 0
+    for run in data["runs"]:  # each run is one window: at most 16 candidates, each mapped back to its id
+        assert 2 <= len(run["order"]) <= 16 and set(run["judgments"]) == set(run["order"])
+    by_id = {c["id"]: c["consensus"] for c in data["candidates"]}
+    assert [by_id[i] for i in data["ranking"]] == sorted(by_id.values(), reverse=True)
+    shown = Counter(cid for run in data["runs"] for cid in run["order"])
+    assert {c["id"]: c["appearances"] for c in data["candidates"]} == shown
+
+
+async def test_the_same_request_again_is_the_same_answer_from_the_cache() -> None:
+    async with app_with_services() as (client, _):
+        first = (await client.post("/judge/listwise", json=BODY)).json()
+        again = (await client.post("/judge/listwise", json=BODY)).json()
+    assert again["usage"]["backend_calls"] == 0 and again["usage"]["cache_hits"] == first["usage"]["backend_calls"]
+    assert again["candidates"] == first["candidates"] and again["ranking"] == first["ranking"]
+
+
+async def test_a_window_is_an_ordinary_run_a_plain_request_of_its_candidates_reuses() -> None:
+    async with app_with_services() as (client, _):
+        data = (await client.post("/judge/listwise", json=BODY)).json()
+        order = data["runs"][0]["order"]
+        plain = {"question": QUESTION, "candidates": [CANDIDATES[int(i)] for i in order], "k": 1}
+        reused = (await client.post("/judge/listwise", json=plain)).json()
+    assert reused["usage"] == {**reused["usage"], "backend_calls": 0, "cache_hits": 1}
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"mode": "direct"}, "mode"),
+        ({"executions": 2}, "executions"),
+        ({"k": "auto"}, "k"),
+        ({"k": 1}, "k"),
+        ({"permutations": [list(range(40))]}, "permutations"),
+        ({"max_cost_usd": 1.0}, "max_cost_usd"),
+        ({"max_calls": 5}, "max_calls"),
+    ],
+)
+async def test_what_applies_to_one_window_only_is_a_422_naming_the_field(change: dict[str, Any], field: str) -> None:
+    async with app_with_services() as (client, _):
+        response = await client.post("/judge/listwise", json={**BODY, **change})
+    assert response.status_code == 422, response.text
+    assert response.json()["errors"][0]["field"] == field
+
+
+async def test_over_max_items_is_a_413_naming_the_limit() -> None:
+    async with app_with_services(Settings(max_items=30)) as (client, _):
+        response = await client.post("/judge/listwise", json=BODY)
+    assert response.status_code == 413 and response.json()["error"] == "too_many_candidates"
+    assert "PCFJ_MAX_ITEMS" in response.json()["detail"]
+
+
+@pytest.mark.parametrize(
+    ("settings", "status", "names"),
+    [
+        ({"max_calls_per_request": 11}, 422, "needs 12 backend calls; the limit is 11"),
+        ({"max_input_tokens_per_request": 2000}, 422, "PCFJ_MAX_INPUT_TOKENS_PER_REQUEST"),
+        ({"quota_calls_per_min": 5}, 429, ""),
+    ],
+)
+async def test_every_limit_refuses_before_a_single_call(settings: dict[str, Any], status: int, names: str) -> None:
+    async with app_with_services(Settings(**settings)) as (client, services):
+        counting = Counting(services.judge.runner)
+        services.judge = services.judge.using(runner=counting)
+        response = await client.post("/judge/listwise", json=BODY)
+    assert response.status_code == status, response.text
+    assert names in response.json()["detail"] and counting.calls == 0
+
+
+async def test_max_calls_bounds_the_rounds() -> None:
+    async with app_with_services() as (client, _):
+        data = (await client.post("/judge/listwise", json={**BODY, "max_calls": 6, "include_runs": False})).json()
+    assert data["diagnostics"]["windows"]["calls_budgeted"] == 6 and data["diagnostics"]["runs_made"] == 6
+
+
+async def test_a_judge_that_always_fails_is_a_502_and_no_made_up_ranking() -> None:
+    async with app_with_services(Settings(sim_fail_rate=1.0, max_retries=0)) as (client, _):
+        response = await client.post("/judge/listwise", json=BODY)
+    assert response.status_code == 502, response.text
+    assert "window runs succeeded" in response.json()["detail"]
+
+
+async def test_cancelling_the_request_cancels_every_window_in_flight() -> None:
+    async with app_with_services(Settings(sim_latency_ms=30_000)) as (_, services):
+        counting = Counting(services.judge.runner)
+        judge = services.judge.using(runner=counting)
+        task = build_task(ListwiseRequest.model_validate(BODY), services.settings, judge)
+        judging = asyncio.create_task(judge.listwise(task))
+        while counting.calls == 0:
+            await asyncio.sleep(0.01)
+        judging.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await judging
+    assert counting.cancelled == counting.calls == 6  # the two first rounds of 3 windows, all in flight
