@@ -26,7 +26,8 @@ MEANINGS = {
     "openai_default_model": "OpenAI model used when the default model is OpenAI's (`openai:<this>`)",
     "anthropic_default_model": "Anthropic model used when the default model is Anthropic's (`anthropic:<this>`)",
     "min_candidates": "fewest candidates a listwise request may send",
-    "max_candidates": "most candidates (or rerank documents, or distinct responses in a reward group) per judgment",
+    "max_candidates": "the window: most candidates (rerank documents, reward responses) one prompt shows; past it, "
+    "rounds of windows fitted onto one scale",
     "max_question_chars": "longest question (characters)",
     "max_candidate_chars": "longest candidate answer (characters)",
     "max_body_bytes": "largest request body; larger bodies get 413",

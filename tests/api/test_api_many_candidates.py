@@ -28,11 +28,13 @@ class Counting:
 
     def __init__(self, inner: CallRunner) -> None:
         self.inner, self.calls, self.cancelled = inner, 0, 0
+        self.started = asyncio.Event()
 
     async def run(
         self, specs: Sequence[CallSpec], model: ResolvedModel, *, deadline: float, cache_mode: CacheMode = "use"
     ) -> list[CallOutcome]:
         self.calls += len(specs)
+        self.started.set()
         try:
             return await self.inner.run(specs, model, deadline=deadline, cache_mode=cache_mode)
         except asyncio.CancelledError:
@@ -52,8 +54,9 @@ async def test_forty_candidates_are_all_ranked_and_scored_on_one_scale() -> None
     assert windows["window"] == 16 and windows["windows_per_round"] == 3 and windows["rounds"] == 4
     assert windows["calls_budgeted"] == 12 and windows["stopped"] in ("certified", "budget")
     assert windows["windows_judged"] == data["diagnostics"]["runs_made"] == len(data["runs"])
-    for c in data["candidates"]:
-        assert 2 <= c["appearances"] <= 4 and c["standard_error"] > 0
+    for c in data["candidates"]:  # two uniform rounds each; the uncertain at the winner's boundary more often
+        assert c["appearances"] >= 2 and c["standard_error"] > 0
+    assert sum(c["appearances"] for c in data["candidates"]) == sum(len(r["order"]) for r in data["runs"])
     for run in data["runs"]:  # each run is one window: at most 16 candidates, each mapped back to its id
         assert 2 <= len(run["order"]) <= 16 and set(run["judgments"]) == set(run["order"])
     by_id = {c["id"]: c["consensus"] for c in data["candidates"]}
@@ -141,8 +144,7 @@ async def test_cancelling_the_request_cancels_every_window_in_flight() -> None:
         judge = services.judge.using(runner=counting)
         task = build_task(ListwiseRequest.model_validate(BODY), services.settings, judge)
         judging = asyncio.create_task(judge.listwise(task))
-        while counting.calls == 0:
-            await asyncio.sleep(0.01)
+        await counting.started.wait()
         judging.cancel()
         with pytest.raises(asyncio.CancelledError):
             await judging

@@ -5,6 +5,7 @@ expiry, cancellation) recorded and resubmitted alone; interrupted submissions se
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from pathlib import Path
@@ -20,6 +21,7 @@ from pcfjudge.engine.failures import JudgingFailed
 from pcfjudge.engine.judge import Judge
 from pcfjudge.engine.listwise_runs import ListwiseResult, ListwiseTask
 from pcfjudge.engine.pairwise_passes import PairwiseResult, PairwiseTask
+from pcfjudge.judging.window_rounds import WindowOptions
 from pcfjudge.services import Services
 
 from tests.support.inprocess import FakeProvider, provider_settings
@@ -347,3 +349,29 @@ async def test_one_directory_batches_one_model(
     with pytest.raises(BatchError, match="batches need an openai: model"):
         BatchJob(services, tmp_path / "other", "sim:default")
     assert BatchState.load(tmp_path / "batch" / STATE) is not None
+
+
+async def test_a_windowed_judgment_is_batched_one_step_per_round_and_judges_as_live(
+    provider: str, services: Services, fake: FakeProvider, tmp_path: Path, open_job: OpenJob
+) -> None:
+    """40 candidates past one window (issue 30): the first submission holds the two uniform rounds (6 windows), each
+    later one a boundary step's windows, planned from the answers collected; judged from the cache, the result is
+    the live one."""
+    model = MODELS[provider]
+    texts = [f"Candidate {i}: the Berlin Wall fell in {1980 + i % 15}." for i in range(40)]
+    ids = [str(i) for i in range(40)]
+    task = ListwiseTask("In which year did the Berlin Wall fall?", ids, texts, k=4, model=model)
+    task = dataclasses.replace(task, windows=WindowOptions(top_n=1))
+    job = open_job(services, tmp_path / "batch", model)
+    assert await job.rounds(drive([task]), go) == {}
+    submissions = job.state.submissions
+    assert len(submissions[0].requests) == 6 and len(submissions) >= 1
+    from_cache = await services.judge.listwise(task)
+    assert from_cache.backend_calls == 0 and from_cache.windows is not None
+    assert from_cache.cache_hits == sum(len(s.requests) for s in submissions) == from_cache.windows.windows_judged
+    live_services = services_for(provider, fake)
+    try:
+        live = await live_services.judge.listwise(task)
+    finally:
+        await live_services.aclose()
+    assert judgments(from_cache) == judgments(live) and from_cache.consensus == live.consensus

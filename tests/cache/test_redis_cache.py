@@ -20,6 +20,7 @@ from pcfjudge.engine.listwise_runs import ListwiseResult, ListwiseTask, judge_li
 from pcfjudge.engine.runner import Runner
 from pcfjudge.judging.cache_keys import cache_key, item_hash
 from pcfjudge.judging.prompts import PromptStyle
+from pcfjudge.judging.window_rounds import WindowOptions
 from pcfjudge.services import Services
 from pcfjudge.settings import Settings
 from pcfjudge.types import CacheMode, DecodingParams
@@ -222,6 +223,33 @@ async def test_concurrent_identical_requests_on_two_replicas_make_k_calls(redis_
         assert all(r.consensus == results[0].consensus for r in results)
         with redis_server.client() as client:
             assert client.keys("*:lock") == []  # every holder released its lock
+    finally:
+        for s in replicas:
+            await s.aclose()
+
+
+async def test_windows_of_many_candidates_are_shared_between_replicas_and_with_plain_requests(
+    redis_server: RedisServer,
+) -> None:
+    """40 candidates past one window (issue 30): every window judged once across two replicas, concurrent or not,
+    and a window's entry is what a plain one-run request of its candidates in its order reads."""
+    backend = Counting(latency_s=0.05)
+    replicas = [services_for(redis_server, backend) for _ in range(2)]
+    ids = [f"c{i}" for i in range(40)]
+    texts = [f"Answer {i}: {i * 7 % 11}." for i in range(40)]
+    task = ListwiseTask("Which is best?", ids, texts, k=4, windows=WindowOptions(top_n=1))
+    try:
+        both = await asyncio.gather(judge(replicas[0], task), judge(replicas[1], task))
+        windows = both[0].windows
+        assert windows is not None and both[0].consensus == both[1].consensus
+        assert backend.calls == windows.windows_judged  # each window once, across both replicas
+        again = await judge(replicas[1], task)
+        assert (again.backend_calls, again.cache_hits) == (0, windows.windows_judged)
+        first = both[0].runs[0]
+        plain = ListwiseTask("Which is best?", first.order, [texts[ids.index(c)] for c in first.order], k=1)
+        alone = await judge(replicas[0], plain)
+        assert (alone.backend_calls, alone.cache_hits) == (0, 1)
+        assert alone.runs[0].result == first.result
     finally:
         for s in replicas:
             await s.aclose()

@@ -116,3 +116,24 @@ def test_one_runs_values_are_eq_5_by_hand() -> None:
     assert values["b"][0] == pytest.approx(57.5)
     assert values["c"][0] == pytest.approx(35.0)
     assert values["c"][5] == 1.0 and values["b"][4] == 1.0  # the major-error flag and the uncertainty share
+
+
+def test_no_boundary_round_is_planned_on_a_fit_that_lacks_the_last_steps_answers() -> None:
+    """A batch probe (or an outage) fails a step's calls: nothing more is planned from a fit without them."""
+    ranking = WindowRanking(40, WindowSpec(16, 4, top_n=1))
+    for w in ranking.next_windows():
+        ranking.record(w, None)
+    assert ranking.next_windows() == [] and ranking.stopped == "failed" and ranking.calls == 6
+
+
+def test_no_window_is_asked_twice() -> None:
+    """Candidates tied at the boundary, judged with noise: boundary steps ask about them again and again, but never
+    the same window (content and order) twice: that would be the same cache entry, the same answer."""
+    ranking = WindowRanking(20, WindowSpec(16, 8, top_n=1))
+    asked: list[tuple[int, ...]] = []
+    rng = random.Random(5)
+    while windows := ranking.next_windows():
+        asked += windows
+        for w in windows:  # candidates 0 and 1 tie on top, far above the rest; the judge's noise keeps them in doubt
+            ranking.record(w, {c: (90.0 if c < 2 else 10.0 + c) + rng.gauss(0, 8) for c in w})
+    assert ranking.steps >= 2 and len(asked) == len(set(asked))

@@ -88,7 +88,7 @@ async def test_tei_truncate_cuts_from_the_chosen_side(make_client: Any) -> None:
     ("body", "status", "error_type", "says"),
     [
         ({"query": "q", "texts": []}, 400, "Empty", "`texts` cannot be empty"),
-        ({"query": "q", "texts": [f"text {i}" for i in range(17)]}, 413, "Validation", "maximum allowed 16"),
+        ({"query": "q", "texts": [f"text {i}" for i in range(1001)]}, 413, "Validation", "maximum allowed 1000"),
         ({"query": "q"}, 422, "Validation", "texts: Field required"),
         ({"query": "q", "texts": ["a", "b"], "top_k": 1}, 422, "Validation", "top_k: unknown field"),
         ({"query": "q", "texts": ["a", "  "]}, 422, "Validation", "texts.1"),
@@ -169,7 +169,7 @@ async def test_cohere_max_tokens_per_doc_cuts_documents(client: httpx.AsyncClien
 @pytest.mark.parametrize(
     ("body", "status", "error", "says"),
     [
-        ({"documents": [f"doc {i}" for i in range(17)]}, 413, "too_many_documents", "PCFJ_MAX_CANDIDATES"),
+        ({"documents": [f"doc {i}" for i in range(1001)]}, 413, "too_many_documents", "PCFJ_MAX_ITEMS"),
         ({"documents": ["a", {"title": "b"}]}, 422, "validation_error", "documents.1: has no field 'text'"),
         ({"relevant_spans": {"mode": "enabled"}}, 422, "validation_error", "relevant_spans"),
         ({"model": "openai:gpt-5.4"}, 422, "validation_error", "not configured"),
@@ -260,14 +260,14 @@ TEI_INFO_KEYS = [
 
 
 async def test_info_answers_every_key_tei_returns_as_a_reranker(make_client: Any) -> None:
-    async with make_client(Settings(max_candidates=12, max_pending_requests=40)) as client:
+    async with make_client(Settings(max_items=120, max_pending_requests=40)) as client:
         response = await client.get("/info")
     assert response.status_code == 200, response.text
     info = response.json()
     assert list(info) == TEI_INFO_KEYS
     assert info["model_type"] == {"reranker": {"id2label": {"0": "LABEL_0"}, "label2id": {"LABEL_0": 0}}}
     assert info["model_id"] == info["served_model_name"] == "sim:default"
-    assert (info["max_client_batch_size"], info["max_concurrent_requests"], info["auto_truncate"]) == (12, 40, False)
+    assert (info["max_client_batch_size"], info["max_concurrent_requests"], info["auto_truncate"]) == (120, 40, False)
     assert isinstance(info["max_input_length"], int) and isinstance(info["version"], str)
 
 

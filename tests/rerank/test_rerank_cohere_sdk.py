@@ -71,13 +71,14 @@ HUNDRED = [f"Document {i}: {COHERE_DOCS[i % len(COHERE_DOCS)]} (retrieved rank {
 
 def test_v1_and_v2_rerank_a_hundred_documents_top_5(serve_url: str) -> None:
     """A retriever's top 100, past one window: the SDKs parse the five best with scores on one scale, the same the
-    service gives over plain HTTP (with its per-document detail: every document judged, in 2 to 4 windows)."""
+    service gives over plain HTTP (with its per-document detail: every document judged, in two windows or more)."""
     body = {"query": COHERE_QUERY, "documents": HUNDRED, "top_n": 5, "pcfjudge": {"include_runs": False}}
     raw = httpx.post(f"{serve_url}/v2/rerank", json=body, timeout=120)
     assert raw.status_code == 200, raw.text
     want = [(r["index"], r["relevance_score"]) for r in raw.json()["results"]]
     detail = raw.json()["pcfjudge"]
-    assert len(detail["candidates"]) == 100 and all(2 <= c["appearances"] <= 4 for c in detail["candidates"])
+    assert len(detail["candidates"]) == 100 and all(c["appearances"] >= 2 for c in detail["candidates"])
+    assert detail["usage"]["backend_calls"] <= 28  # 4 rounds of 7 windows at most
     assert detail["diagnostics"]["windows"]["windows_per_round"] == 7
     with httpx.Client(timeout=120) as http:
         v2 = cohere.ClientV2(base_url=serve_url, api_key="unused", httpx_client=http)

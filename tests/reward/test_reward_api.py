@@ -145,8 +145,7 @@ async def test_explicit_groups_split_a_prompt_and_must_share_prompt_and_referenc
     ("body", "field"),
     [
         ({"samples": []}, "samples"),
-        ({"samples": samples(RESPONSES), "group_size": 20}, "group_size"),
-        ({"samples": samples([f"answer {i}" for i in range(17)])}, "samples"),
+        ({"samples": samples(RESPONSES), "group_size": 257}, "group_size"),
         ({"samples": samples(["x"]), "reward": "mean"}, "reward"),
         ({"samples": [{"prompt": " ", "response": "x"}]}, "samples.0.prompt"),
         ({"samples": samples(["x"], reference="y" * 40_000)}, "samples.0.reference"),
@@ -158,6 +157,15 @@ async def test_client_mistakes_are_422_naming_the_field(body: dict[str, Any], fi
         response = await client.post("/v1/reward", json=body)
     assert response.status_code == 422, response.text
     assert field in response.json()["detail"]
+
+
+async def test_a_group_over_max_group_size_is_a_413_before_any_call() -> None:
+    async with app_client(Settings(max_group_size=20)) as client:
+        fits = await client.post("/v1/reward", json={"samples": samples([f"answer {i}" for i in range(20)])})
+        over = await client.post("/v1/reward", json={"samples": samples([f"answer {i}" for i in range(21)])})
+    assert fits.status_code == 200 and fits.json()["samples"][0]["candidates"] == 20  # past one window: one group
+    assert over.status_code == 413 and over.json()["error"] == "group_too_large"
+    assert "PCFJ_MAX_GROUP_SIZE" in over.json()["detail"]
 
 
 async def test_a_failing_judge_gives_no_reward_at_all() -> None:

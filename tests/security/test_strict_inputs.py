@@ -76,7 +76,7 @@ async def test_openapi_states_every_enforced_limit() -> None:
     async with app_client() as client:
         schema = (await client.get("/openapi.json")).json()
     listwise = schema["components"]["schemas"]["ListwiseRequest"]["properties"]
-    assert (listwise["candidates"]["minItems"], listwise["candidates"]["maxItems"]) == (2, 16)
+    assert (listwise["candidates"]["minItems"], listwise["candidates"]["maxItems"]) == (2, 1000)  # PCFJ_MAX_ITEMS
     assert listwise["question"]["maxLength"] == 32_000 and listwise["question"]["minLength"] == 1
     assert (listwise["executions"]["minimum"], listwise["executions"]["maximum"]) == (1, 5)
     k = next(s for s in listwise["k"].get("anyOf", [listwise["k"]]) if s.get("type") == "integer")

@@ -18,6 +18,9 @@ from typing import Any, Protocol
 
 from pcfjudge.types import CallKind, DecodingParams, Usage
 
+ORACLE_ABSENT = -1
+"""``JudgeCall.oracle_position`` of a window that does not show the truly best candidate (sim:oracle)."""
+
 
 @dataclass(frozen=True, slots=True)
 class JudgeCall:
@@ -34,7 +37,9 @@ class JudgeCall:
     displayed: tuple[str, ...]  # candidate texts in displayed order (labels A, B, … by position)
     sample: int = 0
     params: DecodingParams = field(default_factory=DecodingParams)
-    oracle_position: int | None = None  # displayed position of the truly best candidate (sim:oracle only)
+    oracle_position: int | None = (
+        None  # displayed position of the truly best candidate (sim:oracle only; -1: not shown)
+    )
     reference: str | None = None  # the gold answer a reference-aware prompt grades against
 
     @property

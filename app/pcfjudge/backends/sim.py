@@ -155,7 +155,7 @@ class SimJudge:
             return [15.0 + 70.0 * a + 10.0 * u for a, u in zip(agree, spread, strict=True)]
         noise = (self.params.item_sd**2 + self.params.order_sd**2 + self.params.sample_sd**2) ** 0.5
         gap = oracle_gap(self.params.target_accuracy, noise, self.params.position_bias)
-        return [
+        return [  # oracle_position -1 (ORACLE_ABSENT: a window without it): every candidate shown is a lesser one
             70.0 if pos == call.oracle_position else 70.0 - gap - 15.0 * _uniform(item, "spread", tid)
             for pos, tid in enumerate(ids)
         ]

@@ -10,6 +10,7 @@ from pcfjudge.schemas.listwise_schema import CandidateOut, ListwiseResponse
 WINNER = "★"
 TEXT_WIDTH = 48
 HEADERS = ("", "#", "candidate", "consensus", "mean score", "Borda", "top votes", "flags")
+"""Past one window the consensus column also gives its standard error (``61.2 ±3.4``)."""
 RIGHT = {1, 3, 4, 5, 6}  # right-aligned (numeric) columns
 
 
@@ -40,7 +41,7 @@ def rows(response: ListwiseResponse, texts: dict[str, str]) -> list[tuple[str, .
                 mark,
                 str(rank),
                 label,
-                f"{c.consensus:.1f}",
+                f"{c.consensus:.1f}" + (f" ±{c.standard_error:.1f}" if c.standard_error is not None else ""),
                 f"{c.mean_score:.1f}",
                 f"{c.borda:.1f}",
                 f"{c.top_vote:.0%}",
@@ -66,9 +67,14 @@ def render(response: ListwiseResponse, question: str, texts: dict[str, str]) -> 
     d, u = response.diagnostics, response.usage
     winners = ", ".join(f"[{w}]" for w in response.winners)
     tie = " (tie)" if len(response.winners) > 1 else ""
+    w = d.windows
+    design = (
+        f"K={response.k}{f' x{response.executions} executions' if response.executions > 1 else ''}"
+        if w is None
+        else f"{w.windows_judged} windows of at most {w.window} in {w.rounds} rounds' budget (stopped: {w.stopped})"
+    )
     summary = (
-        f"{WINNER} winner {winners}{tie} · {response.model} · K={response.k}"
-        f"{f' x{response.executions} executions' if response.executions > 1 else ''} · agreement {d.agreement:.2f}"
+        f"{WINNER} winner {winners}{tie} · {response.model} · {design} · agreement {d.agreement:.2f}"
         f" · {u.backend_calls} calls, {u.cache_hits} cached"
         f"{' · order-sensitive' if d.order_sensitive else ''}{' · DEGRADED: some runs failed' if response.degraded else ''}"
     )

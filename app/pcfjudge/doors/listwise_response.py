@@ -29,7 +29,7 @@ def response_data(result: ListwiseResult, request_id: str, include_runs: bool) -
         "prompt_version": result.prompt_version,
         "mode": result.mode,
         "k": result.k,
-        "executions": max(r.execution for r in result.runs) + 1,
+        "executions": 1 if result.windows is not None else max(r.execution for r in result.runs) + 1,
         "weights": {name: float(value) for name, value in result.weights.as_dict().items()},
         "winners": list(c.winners),
         "ranking": list(c.ranking),

@@ -46,8 +46,9 @@ class Ranked:
     pointwise: bool = False
 
     def relevance(self, index: int) -> float:
-        """score / 100: equal scores, equal relevance."""
-        return round(self.consensus[index] / 100.0, 6)
+        """score / 100, within 0–1 (a fitted consensus past one window may stray past 0–100; the order does not
+        change: it follows the unclipped consensus): equal scores, equal relevance."""
+        return round(min(1.0, max(0.0, self.consensus[index] / 100.0)), 6)
 
 
 def check_count(s: Settings, n: int, field: str) -> None:
@@ -115,8 +116,11 @@ def build_task(
         raise client_error("pcfjudge.weights", str(exc)) from None
     windowed = n > s.max_candidates
     if windowed and opts.executions != 1:
-        raise client_error("pcfjudge.executions", f"more than {s.max_candidates} documents are judged in rounds of "
-                           "windows: one execution only; raise pcfjudge.k (rounds) instead")
+        raise client_error(
+            "pcfjudge.executions",
+            f"more than {s.max_candidates} documents are judged in rounds of "
+            "windows: one execution only; raise pcfjudge.k (rounds) instead",
+        )
     if windowed and opts.k is not None and opts.k < 2:
         raise client_error("pcfjudge.k", f"more than {s.max_candidates} documents: k counts rounds, at least 2")
     boundary = top_n if top_n is not None and top_n < n else 0

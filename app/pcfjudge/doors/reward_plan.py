@@ -14,7 +14,7 @@ import weakref
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pcfjudge import context
 from pcfjudge.doors.checks import resolve_model
@@ -110,7 +110,10 @@ def plan(s: Settings, judge: Judge, options: RewardOptions, items: Sequence[Item
             where_ = f"group {group.label!r}" if group.label else "a prompt"
             detail = f"{where_} has {distinct} distinct responses; at most {s.max_group_size} (PCFJ_MAX_GROUP_SIZE)"
             raise ApiError(413, "group_too_large", detail, field=field)
-    calls = sum(planned_calls(g, size, k, s) for g in groups)
+    # Each group's K, fixed now for its expected size (members meet only with the same spec, so K is resolved before
+    # they do): the request's k, else PCFJ_DEFAULT_K in one window, PCFJ_WINDOW_ROUNDS rounds past it.
+    groups = [replace(g, spec=replace(g.spec, k=group_k(s, k, members(g, size)))) for g in groups]
+    calls = sum(planned_calls(g, size, s) for g in groups)
     if calls > s.max_reward_calls_per_request:
         detail = (
             f"{field}: this request's {len(groups)} groups need up to {calls} backend calls; the limit is "
@@ -121,15 +124,18 @@ def plan(s: Settings, judge: Judge, options: RewardOptions, items: Sequence[Item
     return Plan(model.string, options.reward, size, wait_ms / 1000, groups, where, list(items))
 
 
-def planned_calls(group: GroupRequest, size: int, k: int | None, s: Settings) -> int:
-    """The most backend calls judging ``group`` can take: K in one window (1 for a lone response), else its rounds
-    of windows; a group that waits for other requests' members is counted at the size it waits for."""
+def members(group: GroupRequest, size: int) -> int:
+    """The distinct responses ``group`` will be judged with: a group that waits for other requests' members is
+    counted at the size it waits for."""
     distinct = len(set(group.texts))
-    members = max(distinct, size) if len(group.texts) < size else distinct
-    rounds = group_k(s, k, members)
-    if members <= s.max_candidates:
-        return min(rounds, perms.max_k(members))
-    return budget_calls(members, s.max_candidates, rounds)
+    return max(distinct, size) if len(group.texts) < size else distinct
+
+
+def planned_calls(group: GroupRequest, size: int, s: Settings) -> int:
+    """The most backend calls judging ``group`` can take: K in one window (1 for a lone response), else its K
+    rounds of windows."""
+    n, k = members(group, size), group.spec.k or s.default_k
+    return min(k, perms.max_k(n)) if n <= s.max_candidates else budget_calls(n, s.max_candidates, k)
 
 
 def _check_lengths(s: Settings, item: Item, field: str) -> None:

@@ -146,7 +146,7 @@ class Judge:
             [task.question, *task.texts],
             "candidates",
             lambda: judge_windows(task, model, self.runner, params, window=window, deadline=deadline, quorum=quorum),
-            shown=spec.rounds,
+            window=window,
         )
 
     async def pairwise(self, task: PairwiseTask) -> PairwiseResult:
@@ -173,16 +173,16 @@ class Judge:
         texts: Sequence[str],
         field: str,
         judge: Callable[[], Awaitable[R]],
-        shown: int | None = None,
+        window: int | None = None,
     ) -> R:
         """Check and charge the guard, judge, refund what the judgment did not spend, record it for the log; the
         result's ``cost_usd`` is its usage at the model's price (computed here once, for the response and the
-        cost metric alike). ``shown``: windowed, each text is in at most that many calls (else in every call)."""
+        cost metric alike). ``window``: a windowed judgment, each call shows at most that many of ``texts[1:]``."""
         if self.guard is None:
             result = await judge()
         else:
             self.guard.check_model(model)
-            self.guard.check_plan(calls, texts, field=field, shown=shown)
+            self.guard.check_plan(calls, texts, field=field, window=window)
             charge = await self.guard.charge(calls)
             # Every attempt this judgment makes (retries included; not calls it shares with other requests) counts
             # against PCFJ_MAX_CALLS_PER_REQUEST and the request's own allowance, and is what the quota is charged.

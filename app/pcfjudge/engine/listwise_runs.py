@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache, partial
 from typing import Literal
 
-from pcfjudge.backends.base import JudgeCall
+from pcfjudge.backends.base import ORACLE_ABSENT, JudgeCall
 from pcfjudge.backends.registry import ResolvedModel
 from pcfjudge.engine.failures import judging_failed
 from pcfjudge.engine.runner import CallOutcome, CallRunner, CallSpec
@@ -239,7 +239,11 @@ async def _run_waves(
 
 
 def _oracle_index(task: ListwiseTask) -> int | None:
-    return task.ids.index(task.oracle_best) if task.oracle_best is not None else None
+    """The truly best candidate's index for sim:oracle; ``ORACLE_ABSENT`` when a window of a larger request does
+    not show it (front doors check that a request's oracle_best is one of its ids)."""
+    if task.oracle_best is None:
+        return None
+    return task.ids.index(task.oracle_best) if task.oracle_best in task.ids else ORACLE_ABSENT
 
 
 def call_specs(task: ListwiseTask, plan: RunPlan, model: ResolvedModel, params: DecodingParams) -> list[CallSpec]:
@@ -290,7 +294,7 @@ def _call(
         displayed=displayed,
         sample=run.sample,
         params=params,
-        oracle_position=run.order.index(oracle) if oracle is not None else None,
+        oracle_position=run.order.index(oracle) if oracle not in (None, ORACLE_ABSENT) else oracle,
         reference=task.reference,
     )
 

@@ -43,7 +43,6 @@ def window_spec(task: ListwiseTask, window: int) -> WindowSpec:
 def window_task(task: ListwiseTask, window: Window) -> ListwiseTask:
     """One window as an ordinary one-run listwise task (candidates in displayed order, the schedule's identity)."""
     ids = [task.ids[c] for c in window]
-    oracle = task.oracle_best if task.oracle_best in ids else None
     return replace(
         task,
         ids=ids,
@@ -53,7 +52,6 @@ def window_task(task: ListwiseTask, window: Window) -> ListwiseTask:
         executions=1,
         seed=0,
         permutations=None,
-        oracle_best=oracle,
         auto=None,
         budget=None,
         windows=None,

@@ -15,8 +15,11 @@ ranking``) run the very same decisions:
   within one standard error of it), reshuffled as often as those calls allow, refitted after each step; it stops
   ``certified`` when none is uncertain. Round trips: at most ``rounds`` − 1.
 
-``stopped``: ``rounds`` (every uniform round made), ``certified`` (the top ``top_n`` no longer in doubt) or
-``budget`` (uncertain candidates remain, and no further round fits). The value each call contributes for a
+``stopped``: ``rounds`` (every uniform round made), ``certified`` (the top ``top_n`` no longer in doubt),
+``budget`` (uncertain candidates remain, and no further round fits), ``failed`` (calls of the latest step failed:
+no boundary round is planned on a fit that lacks them; a batch submits each step's windows once they are known) or
+``incomplete`` (failed calls left a candidate unjudged or off the common scale: the judgment fails, see
+``engine.window_runs``). The value each call contributes for a
 candidate is the paper's Eq. 5 for that run alone (``run_values``): score, Borda share within the window, top vote
 and calibrated uncertainty, weighted; the fit's per-call offset absorbs one call's leniency.
 """
@@ -33,8 +36,10 @@ from pcfjudge.judging.run_records import RunJudgments
 from pcfjudge.judging.window_fit import Observation, WindowFit, fit_windows
 from pcfjudge.judging.windows import Window, plan_windows, uncertain_at, window_sizes, windows_over
 
-WindowStop = Literal["rounds", "certified", "budget"]
+WindowStop = Literal["rounds", "certified", "budget", "failed", "incomplete"]
 FOCUS_ROUNDS = 2
+CERTAIN_Z = 2.0
+"""A candidate is uncertain while its fitted consensus is within this many standard errors of the boundary."""
 """Uniform rounds before any boundary round: the fewest that connect every candidate onto one scale."""
 
 
@@ -102,9 +107,11 @@ class WindowRanking:
                 f"(two rounds); this judgment may make {self.budget}"
             )
         self.observations: list[Observation] = []
+        self.asked: set[Window] = set()  # every window handed out (the same window again would be the same answer)
         self.calls = 0  # calls handed out (made or failed)
         self.recorded = 0  # calls whose outcome is in
         self.failed = 0
+        self._failed_before = 0  # failures before the latest step
         self.steps = 0
         self.rounds_made = 0  # rounds begun: uniform ones, then one per boundary step
         self.stopped: WindowStop | None = None
@@ -122,8 +129,14 @@ class WindowRanking:
         if self.spec.top_n == 0:
             self.stopped = "rounds"
             return []
+        if self.failed > self._failed_before:  # a step's calls failed: refine nothing on a fit that lacks them
+            self.stopped = "failed"
+            return []
         fit = self.fit()
-        uncertain = uncertain_at(fit.scores, fit.standard_errors, self.spec.top_n)
+        if not certain(fit):  # failed calls left a candidate unjudged or off the scale: no boundary to settle
+            self.stopped = "incomplete"
+            return []
+        uncertain = uncertain_at(fit.scores, fit.standard_errors, self.spec.top_n, CERTAIN_Z)
         if len(uncertain) < 2:
             self.stopped = "certified"
             return []
@@ -133,10 +146,18 @@ class WindowRanking:
             return []
         times = max(1, room // windows_per_round(len(uncertain), self.spec.window))  # up to a round's calls
         step = windows_over(uncertain, self.n, self.spec.window, self.spec.seed * 1000 + self.steps, times)
+        fresh = list(dict.fromkeys(w for w in step if w not in self.asked))[
+            :room
+        ]  # a window asked again is a cache hit
+        if not fresh:  # every window of the uncertain candidates these calls could ask has been asked
+            self.stopped = "budget"
+            return []
         self.rounds_made += 1
-        return self._hand_out(step[:room])
+        return self._hand_out(fresh)
 
     def _hand_out(self, windows: list[Window]) -> list[Window]:
+        self.asked.update(windows)
+        self._failed_before = self.failed
         self.steps += 1
         self.calls += len(windows)
         return windows

@@ -10,9 +10,11 @@ Rewards (0–1) of a candidate in a group of two or more, by mode:
   consensus  its PCFJudge consensus / 100 (paper Eq. 5: mean score, Borda rank, top vote, uncertainty)
   borda      its Borda share / 100 (1 = ranked first in every permutation, 0 = last in every one)
   win        its top vote: the share of permutations that put it on top (ties split)
-More distinct responses than the judge compares at once (PCFJ_MAX_CANDIDATES; only when collected requests
-overshoot the group size) are split into near-equal chunks, each judged as a group of its own.
-A failed judgment gives every member of its chunk a ``Failure`` and no reward: never a made-up number.
+More distinct responses than one prompt holds (PCFJ_MAX_CANDIDATES, the window; up to PCFJ_MAX_GROUP_SIZE) are
+judged in rounds of windows fitted onto one scale (``engine.window_runs``): every round uniform (the whole order
+matters), ``k`` counting rounds (default PCFJ_WINDOW_ROUNDS); the Borda share and top vote are then each candidate's
+means over its windows, and the consensus the fitted one (clipped to 0–1 as a reward, as always).
+A failed judgment gives every member of the group a ``Failure`` and no reward: never a made-up number.
 """
 
 from __future__ import annotations

@@ -133,9 +133,10 @@ class WindowsOut(BaseModel):
     calls_budgeted: int = Field(description="The most calls this judgment could make (checked against the limits).")
     windows_judged: int
     steps: int = Field(description="Round trips: the first rounds together, then one per boundary round.")
-    stopped: Literal["rounds", "certified", "budget"] = Field(
+    stopped: Literal["rounds", "certified", "budget", "failed"] = Field(
         description="rounds: every round made; certified: the top (the winner, or rerank's top_n) no longer in "
-        "doubt; budget: the rounds ran out with candidates still within one standard error of the boundary."
+        "doubt; budget: the rounds ran out with candidates still within two standard errors of the boundary; "
+        "failed: calls of a step failed, so no further boundary round was planned (the result is degraded)."
     )
     residual_sd: float = Field(description="Scatter of one call's values around the fit (0–100 scale).")
 

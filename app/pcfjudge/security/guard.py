@@ -15,6 +15,7 @@ instructions of the prompt, measured once from the real template.
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections.abc import Sequence
 from fnmatch import fnmatchcase
@@ -38,14 +39,12 @@ def instruction_chars() -> int:
     return max(len(p.system) + len(p.user) for p in (listwise, keyed))
 
 
-def estimate_input_tokens(texts: Sequence[str], calls: int, shown: int | None = None) -> int:
-    """Every text (question first) and the instructions in every call; with ``shown`` (a windowed judgment), the
-    question and instructions in every call and each other text in at most ``shown`` calls."""
-    if shown is None:
-        per_call = (sum(len(t) for t in texts) + instruction_chars()) / CHARS_PER_TOKEN
-        return math.ceil(per_call) * calls
-    chars = (len(texts[0]) + instruction_chars()) * calls + sum(len(t) for t in texts[1:]) * shown
-    return math.ceil(chars / CHARS_PER_TOKEN)
+def estimate_input_tokens(texts: Sequence[str], calls: int, window: int | None = None) -> int:
+    """Every text (question first) and the instructions in every call; with ``window`` (a windowed judgment), the
+    question, the instructions and the ``window`` longest other texts in every call (an upper bound)."""
+    shown = texts if window is None else [texts[0], *heapq.nlargest(window, texts[1:], key=len)]
+    per_call = (sum(len(t) for t in shown) + instruction_chars()) / CHARS_PER_TOKEN
+    return math.ceil(per_call) * calls
 
 
 class Guard:
@@ -70,10 +69,10 @@ class Guard:
             field="model",
         )
 
-    def check_plan(self, calls: int, texts: Sequence[str], *, field: str = "k", shown: int | None = None) -> None:
+    def check_plan(self, calls: int, texts: Sequence[str], *, field: str = "k", window: int | None = None) -> None:
         s = self.settings
         if calls > s.max_calls_per_request:
-            fix = "lower k or executions" if shown is None else "send fewer candidates or lower k (rounds of windows)"
+            fix = "lower k or executions" if window is None else "send fewer candidates or lower k (rounds of windows)"
             raise Refusal(
                 422,
                 "over_limit",
@@ -81,7 +80,7 @@ class Guard:
                 f"(PCFJ_MAX_CALLS_PER_REQUEST); {fix}",
                 field=field,
             )
-        tokens = estimate_input_tokens(texts, calls, shown)
+        tokens = estimate_input_tokens(texts, calls, window)
         if tokens > s.max_input_tokens_per_request:
             raise Refusal(
                 422,

@@ -69,6 +69,9 @@ const COLUMNS = [
   { key: "uncertainty", label: "uncertainty", numeric: true, format: pct },
   { key: "major_error", label: "major error", numeric: true, format: pct, flag: true },
   { key: "hallucinated_specificity", label: "hallucinated specificity", numeric: true, format: pct, flag: true },
+  // past one window (rounds of windows): the fitted consensus's standard error and the windows each candidate was in
+  { key: "standard_error", label: "± s.e.", numeric: true, format: fixed(1), windowed: true },
+  { key: "appearances", label: "windows", numeric: true, windowed: true },
   { key: "text", label: "answer" },
 ];
 
@@ -83,7 +86,9 @@ export function consensusRows(result, texts) {
 }
 
 export function renderConsensusTable(table, rows, sort = { key: "rank", descending: false }) {
-  const column = COLUMNS.find((c) => c.key === sort.key) ?? COLUMNS[0];
+  const windowed = rows.some((r) => typeof r.appearances === "number");
+  const columns = COLUMNS.filter((c) => windowed || !c.windowed);
+  const column = columns.find((c) => c.key === sort.key) ?? columns[0];
   const sign = sort.descending ? -1 : 1;
   const sorted = [...rows].sort((a, b) => {
     const x = a[column.key];
@@ -91,7 +96,7 @@ export function renderConsensusTable(table, rows, sort = { key: "rank", descendi
     const order = column.numeric ? x - y : String(x).localeCompare(String(y));
     return sign * order || a.rank - b.rank;
   });
-  const header = COLUMNS.map((c) => {
+  const header = columns.map((c) => {
     const current = c.key === column.key;
     const button = h("button", { type: "button", dataset: { key: c.key } }, c.label, current ? (sort.descending ? " ▼" : " ▲") : "");
     button.addEventListener("click", () => {
@@ -107,7 +112,7 @@ export function renderConsensusTable(table, rows, sort = { key: "rank", descendi
       h(
         "tr",
         { className: row.winner ? "winner" : "", dataset: { id: row.id } },
-        COLUMNS.map((c) => {
+        columns.map((c) => {
           if (c.key === "id") return h("th", { scope: "row" }, row.winner ? "★ " : "", row.id);
           if (c.key === "text") return h("td", { className: "answer", title: row.text }, row.text);
           const value = row[c.key];
@@ -119,8 +124,9 @@ export function renderConsensusTable(table, rows, sort = { key: "rank", descendi
   );
 }
 
-function runLabel(run, executions) {
-  const base = executions > 1 ? `exec ${run.execution} · run ${run.index}` : `run ${run.index}`;
+function runLabel(run, result) {
+  if (result.diagnostics.windows) return [`step ${run.execution + 1} · window ${run.index + 1}`];
+  const base = result.executions > 1 ? `exec ${run.execution} · run ${run.index}` : `run ${run.index}`;
   return run.execution === 0 && run.index === 0 ? [base, h("small", {}, "direct")] : [base];
 }
 
@@ -143,17 +149,19 @@ function heatCell(id, judgment, top) {
 
 export function renderHeatmap(table, legend, result) {
   const runs = result.runs ?? [];
-  const n = result.candidates.length;
+  const n = Math.max(0, ...runs.map((run) => run.order.length)); // a window of a larger request shows at most a window
   fill(table.tHead, h("tr", {}, h("th", { scope: "col" }, "order"), [...Array(n).keys()].map((i) => h("th", { scope: "col" }, `shown ${i + 1}`))));
   fill(
     table.tBodies[0],
     ...runs.map((run) => {
-      const label = h("th", { scope: "row" }, runLabel(run, result.executions), run.cached ? h("small", {}, "cached") : null);
+      const label = h("th", { scope: "row" }, runLabel(run, result), run.cached ? h("small", {}, "cached") : null);
       if (run.error || !run.judgments) {
         return h("tr", { className: "failed", dataset: { run: run.index } }, label, h("td", { colspan: n }, `failed: ${run.error ?? "no judgments"}`));
       }
       const top = new Set(run.top_set ?? []);
-      return h("tr", { dataset: { run: run.index } }, label, run.order.map((id) => heatCell(id, run.judgments[id], top.has(id))));
+      const cells = run.order.map((id) => heatCell(id, run.judgments[id], top.has(id)));
+      const pad = n > run.order.length ? h("td", { colspan: n - run.order.length, className: "pad" }) : null;
+      return h("tr", { dataset: { run: run.index } }, label, cells, pad);
     }),
   );
   const bar = h("span", { className: "bar" });
@@ -166,6 +174,11 @@ export function renderHeatmap(table, legend, result) {
 
 function kText(result) {
   const d = result.diagnostics;
+  const w = d.windows;
+  if (w) {
+    return `${w.rounds} rounds of ${w.windows_per_round} windows (at most ${w.window} candidates each): ` +
+      `${w.windows_judged} windows judged in ${w.steps} steps, stopped: ${w.stopped}`;
+  }
   const parts = [String(result.k)];
   if (d.k_capped) parts.push(`(asked ${d.k_requested}, capped at n!)`);
   if (d.stopped) parts.push(`· ${d.runs_made} runs made, stopped: ${d.stopped}`);
@@ -184,19 +197,29 @@ export function renderVerdicts(parts, result, texts) {
     h("p", { className: "quote" }, winnerText(result.winners)),
     h("p", { className: "hint" }, `ranking ${result.ranking.join(" › ")}`),
   );
-  fill(
-    parts.direct,
-    h("h3", {}, "Direct judge (run 0, canonical order)"),
-    h("p", { className: "big", id: "direct-winners" }, direct ? direct.join(", ") : "run 0 failed"),
-    h("p", { className: "quote" }, direct ? winnerText(direct) : ""),
-    h("p", { className: same ? "agree" : "differs" }, same ? "agrees with the consensus" : "differs from the consensus"),
-  );
+  if (d.windows) {
+    fill(
+      parts.direct,
+      h("h3", {}, "Past one prompt"),
+      h("p", { id: "direct-winners" }, `${result.candidates.length} candidates, more than one prompt's ${d.windows.window}: ` +
+        "judged in rounds of windows, each candidate in several with other neighbours, fitted onto one scale " +
+        "(no single direct verdict covers them all)."),
+    );
+  } else {
+    fill(
+      parts.direct,
+      h("h3", {}, "Direct judge (run 0, canonical order)"),
+      h("p", { className: "big", id: "direct-winners" }, direct ? direct.join(", ") : "run 0 failed"),
+      h("p", { className: "quote" }, direct ? winnerText(direct) : ""),
+      h("p", { className: same ? "agree" : "differs" }, same ? "agrees with the consensus" : "differs from the consensus"),
+    );
+  }
   const u = result.usage;
   describe(parts.diagnostics, [
     ["order sensitive", yesNo(d.order_sensitive)],
-    ["agreement", `${pct(d.agreement)} of runs pick a consensus winner`],
+    ["agreement", `${pct(d.agreement)} of ${d.windows ? "windows showing a winner" : "runs"} pick a consensus winner`],
     ["runs", `${d.runs_ok} ok, ${d.runs_failed} failed (quorum ${d.quorum})${result.degraded ? " · degraded" : ""}`],
-    ["K", kText(result)],
+    [d.windows ? "windows" : "K", kText(result)],
     ["model", `${result.model} · ${result.mode} · ${result.prompt_version}`],
     ["usage", `${u.backend_calls} calls, ${u.cache_hits} cache hits, ${u.input_tokens + u.output_tokens} tokens`],
   ]);

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser
 
+from tests.api.playground.test_playground_examples import examples
 from tests.support.browser import Watched, chromium, judge_example, require_chromium
 from tests.support.processes import serve_process
 
@@ -120,6 +121,26 @@ def test_an_example_judged_end_to_end_shows_the_table_and_a_heat_map_with_k_rows
 
 def run_zero_top(runs: list[dict[str, Any]]) -> set[str]:
     return set(next(r for r in runs if r["execution"] == 0 and r["index"] == 0)["top_set"])
+
+
+def test_forty_candidates_render_past_one_window(watched: Watched) -> None:
+    """The best-of-40 example (issue 30): the table has every candidate with its standard error and windows, the heat
+    map one row per window judged (at most 16 cells each), the diagnostics say how the rounds went."""
+    index = next(i for i, e in enumerate(examples()) if len(e["candidates"]) == 40)
+    result = judge_example(watched, index)
+    assert len(watched.last_sent["candidates"]) == 40
+    assert attrs(watched, "#consensus-table tbody tr", "id") == result["ranking"] and len(result["ranking"]) == 40
+    headers = texts(watched, "#consensus-table thead th")
+    assert any(h.startswith("± s.e.") for h in headers) and any(h.startswith("windows") for h in headers)
+    runs = result["runs"]
+    assert watched.page.locator("#heatmap tbody tr").count() == len(runs) == result["diagnostics"]["runs_made"]
+    for i, run in enumerate(runs):
+        assert attrs(watched, f"#heatmap tbody tr:nth-child({i + 1}) td.cell", "id") == run["order"]
+        assert len(run["order"]) <= 16
+    windows = result["diagnostics"]["windows"]
+    assert f"stopped: {windows['stopped']}" in described(watched, "#diagnostics")["windows"]
+    assert "rounds of windows" in watched.page.inner_text("#direct-winners")
+    assert watched.console_errors == [] and watched.external_requests() == []
 
 
 def test_the_consensus_table_sorts_by_any_column(watched: Watched) -> None:

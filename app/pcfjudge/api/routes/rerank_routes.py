@@ -183,7 +183,11 @@ async def cohere_rerank(body: CohereRerankRequest, request: Request, services: S
             document = body.documents[i]
             item["document"] = document if isinstance(document, dict) else {"text": document}
         results.append(item)
-    meta = {"api_version": {"version": endpoint[2]}, "billed_units": {"search_units": -(-len(texts) // 100), **tokens}, "tokens": tokens}
+    meta = {
+        "api_version": {"version": endpoint[2]},
+        "billed_units": {"search_units": -(-len(texts) // 100), **tokens},
+        "tokens": tokens,
+    }
     response = RerankResponse.model_validate(
         {
             "id": request.state.request_id,

@@ -109,7 +109,10 @@ def windows_method(judge: Judge, n: int, rounds: int, top_n: int = 0) -> tuple[l
             scores = judge.call(window)  # the judge's answer (scores, ranks), as parsed: not the service's CPU
             ranks = cons.ranks_from_scores({str(c): s for c, s in zip(window, scores, strict=True)})
             run = RunJudgments(
-                {str(c): CandidateJudgment(s, ranks[str(c)], False, False, False) for c, s in zip(window, scores, strict=True)}
+                {
+                    str(c): CandidateJudgment(s, ranks[str(c)], False, False, False)
+                    for c, s in zip(window, scores, strict=True)
+                }
             )
             started = time.process_time()
             ranking.record(window, {int(cid): v[0] for cid, v in run_values(run, weights).items()})
