@@ -56,6 +56,24 @@ def test_sync_client_returns_the_servers_models(serve_url: str) -> None:
     assert all(r is not None and 0 <= r <= 1 for r in rewarded.rewards) and rewarded.samples[0].group_size == 3
 
 
+def test_the_typed_client_past_one_window(serve_url: str) -> None:
+    """Issue 30 through the typed client: 40 candidates, 100 documents with top_n 5 and a reward group of 64 parse
+    into the models with the windowed fields filled in."""
+    many = [f"Answer {i}: {QUESTION} {i % 13}" for i in range(100)]
+    with pcfjudge.Client(serve_url) as judge:
+        listwise = judge.listwise(QUESTION, many[:40], include_runs=False)
+        reranked = judge.rerank(QUESTION, many, top_n=5, include_runs=False)
+        rewarded = judge.reward([{"prompt": QUESTION, "response": text} for text in many[:64]])
+    windows = listwise.diagnostics.windows
+    assert windows is not None and windows.window == 16 and len(listwise.ranking) == 40
+    assert all(c.standard_error is not None and c.appearances for c in listwise.candidates)
+    detail = reranked.pcfjudge
+    assert len(reranked.results) == 5 and detail is not None and len(detail.candidates) == 100
+    assert detail.diagnostics.windows is not None and detail.diagnostics.windows.windows_per_round == 7
+    assert len(rewarded.rewards) == 64 and all(r is not None for r in rewarded.rewards)
+    assert {(s.group_size, s.candidates, s.k) for s in rewarded.samples} == {(64, 64, 4)}
+
+
 @pytest.mark.slow
 def test_rerank_options_return_the_full_consensus(serve_url: str) -> None:
     with pcfjudge.Client(serve_url) as judge:

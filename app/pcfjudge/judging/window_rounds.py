@@ -146,9 +146,7 @@ class WindowRanking:
             return []
         times = max(1, room // windows_per_round(len(uncertain), self.spec.window))  # up to a round's calls
         step = windows_over(uncertain, self.n, self.spec.window, self.spec.seed * 1000 + self.steps, times)
-        fresh = list(dict.fromkeys(w for w in step if w not in self.asked))[
-            :room
-        ]  # a window asked again is a cache hit
+        fresh = [w for w in dict.fromkeys(step) if w not in self.asked][:room]  # asked again = the same cached answer
         if not fresh:  # every window of the uncertain candidates these calls could ask has been asked
             self.stopped = "budget"
             return []

@@ -13,19 +13,23 @@ def test_the_table_has_every_method_at_every_size(capsys: pytest.CaptureFixture[
     rows = [
         line for line in capsys.readouterr().out.splitlines() if line.startswith("| 20 ") or line.startswith("| 40 ")
     ]
-    assert len(rows) == 10 and sum("windows (4 rounds)" in r for r in rows) == 2  # 5 methods at 2 sizes
+    assert len(rows) == 10 and sum("windows, whole order (4 rounds)" in r for r in rows) == 2  # 5 methods, 2 sizes
+    assert all(r.split("|")[-2].strip().endswith(" ms") for r in rows if "| windows" in r)  # the service's CPU
 
 
-def test_windows_order_the_whole_list_best_on_the_simulated_judge() -> None:
-    outcomes = run(RankingBench(sizes=(100,), trials=10))
-    spearman = {o.method: o.metrics["spearman"] for o in outcomes if not o.method.startswith("windows (2")}
-    ours = spearman.pop("windows (4 rounds)")
-    assert ours > max(spearman.values())
-    recall = {
-        o.method.split(" (")[0] + ("+" if "boundary" in o.method else ""): o.metrics["recall@10"] for o in outcomes
-    }
-    assert recall["windows+"] > max(recall["sliding window"], recall["tournament"])  # calls spent at the boundary
-    assert next(o for o in outcomes if o.method.startswith("windows")).calls == 28  # 7 windows × 4 rounds
+def test_the_issues_targets_hold_on_the_simulated_judge() -> None:
+    """Issue 30's targets at N = 100 (top-10) and a reward group of 64, measured here on 10 worlds of the bench's
+    judge (the figures in docs/performance.md come from the full command)."""
+    outcomes = {(o.n, o.method.split(" (")[0]): o for o in run(RankingBench(sizes=(64, 100), trials=10))}
+    boundary, sliding, tournament = (
+        outcomes[(100, m)] for m in ("windows, top-10 boundary", "sliding window", "tournament")
+    )
+    assert boundary.metrics["recall@10"] >= sliding.metrics["recall@10"] + 0.10 and boundary.calls <= 3 * sliding.calls
+    assert boundary.metrics["recall@10"] >= tournament.metrics["recall@10"] and boundary.calls <= tournament.calls
+    group, pointwise = outcomes[(64, "windows, whole order")], outcomes[(64, "pointwise")]
+    assert group.metrics["spearman"] >= pointwise.metrics["spearman"] + 0.03 and group.tokens <= pointwise.tokens
+    assert group.metrics["spearman"] >= 0.95 and group.calls == 16  # 4 windows × 4 rounds: 4 appearances each
+    assert outcomes[(100, "windows, whole order")].calls == 28  # 7 windows × 4 rounds
 
 
 def test_metrics_of_a_perfect_and_a_reversed_order() -> None:
