@@ -20,6 +20,12 @@ class JudgingFailed(Exception):
         self.runs = list(runs)
 
 
+def failure_summary(failed: Sequence[CallOutcome]) -> str:
+    """``2× timeout, 1× provider_error``: the failed calls by kind, most common first."""
+    kinds = Counter(o.error or "error" for o in failed)
+    return ", ".join(f"{count}× {k}" for k, count in kinds.most_common())
+
+
 def judging_failed(failed: Sequence[CallOutcome], detail: str, runs: Sequence[RunRecord] = ()) -> JudgingFailed:
     """The failure for ``failed`` calls: status by the most common one, the longest Retry-After any of them gave."""
     status, _ = Counter(o.status if o.status in FAILURE_KINDS else 502 for o in failed).most_common(1)[0]

@@ -8,14 +8,14 @@ the same cache entry, and executions never share entries (a run index is below `
 from __future__ import annotations
 
 import math
-from collections import Counter, OrderedDict
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from functools import lru_cache, partial
 from typing import Literal
 
 from pcfjudge.backends.base import ORACLE_ABSENT, JudgeCall
 from pcfjudge.backends.registry import ResolvedModel
-from pcfjudge.engine.failures import judging_failed
+from pcfjudge.engine.failures import failure_summary, judging_failed
 from pcfjudge.engine.runner import CallOutcome, CallRunner, CallSpec
 from pcfjudge.judging import adaptive
 from pcfjudge.judging import consensus as cons
@@ -208,9 +208,9 @@ async def judge_listwise(
     needed = required_ok(len(records), quorum)
     if ok < needed:
         failed = [o for o in outcomes if o.answer is None]
-        kinds = Counter(o.error or "error" for o in failed)
-        summary = ", ".join(f"{count}× {k}" for k, count in kinds.most_common())
-        detail = f"only {ok} of {len(records)} judge runs succeeded (need {needed}); failures: {summary}"
+        detail = (
+            f"only {ok} of {len(records)} judge runs succeeded (need {needed}); failures: {failure_summary(failed)}"
+        )
         raise judging_failed(failed, detail, records)
     return _result(task, model.string, plan, records, outcomes, needed, waves.stopped)
 

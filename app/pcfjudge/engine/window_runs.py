@@ -16,11 +16,10 @@ not be put on the common scale: never a made-up score.
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import replace
 
 from pcfjudge.backends.registry import ResolvedModel
-from pcfjudge.engine.failures import JudgingFailed, judging_failed
+from pcfjudge.engine.failures import JudgingFailed, failure_summary, judging_failed
 from pcfjudge.engine.listwise_runs import ListwiseResult, ListwiseTask, call_specs, fill_record, plan_runs, required_ok
 from pcfjudge.engine.runner import CallOutcome, CallRunner
 from pcfjudge.judging import consensus as cons
@@ -153,6 +152,4 @@ def _failed(
         detail = f"the successful windows split the candidates into {components} groups with no common scale"
     if not failed:
         return JudgingFailed(502, detail, None, records)
-    kinds = Counter(o.error or "error" for o in failed)
-    summary = ", ".join(f"{count}× {k}" for k, count in kinds.most_common())
-    return judging_failed(failed, f"{detail}; failures: {summary}", records)
+    return judging_failed(failed, f"{detail}; failures: {failure_summary(failed)}", records)
