@@ -106,19 +106,16 @@ def fit_windows(
 
 
 def _components(n: int, call: np.ndarray, cand: np.ndarray) -> int:
-    """Connected groups of judged candidates, two candidates linked when one call judged both (union-find)."""
-    parent = list(range(n))
-
-    def root(c: int) -> int:
-        while parent[c] != c:
-            parent[c] = parent[parent[c]]
-            c = parent[c]
-        return c
-
-    first: dict[int, int] = {}  # call → its first candidate
-    for k, c in zip(call.tolist(), cand.tolist(), strict=True):
-        if k in first:
-            parent[root(c)] = root(first[k])
-        else:
-            first[k] = c
-    return len({root(c) for c in set(cand.tolist())})
+    """Connected groups of judged candidates, two candidates linked when one call judged both: each candidate's label
+    becomes the smallest label among the calls it was in until nothing changes (as many passes as the design's
+    diameter, a handful)."""
+    label = np.arange(n)
+    lowest = np.empty(int(call.max()) + 1, dtype=label.dtype)
+    while True:
+        lowest.fill(n)
+        np.minimum.at(lowest, call, label[cand])
+        new = label.copy()
+        np.minimum.at(new, cand, lowest[call])
+        if np.array_equal(new, label):
+            return len(np.unique(label[cand]))
+        label = new

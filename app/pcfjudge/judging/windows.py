@@ -59,24 +59,23 @@ def plan_windows(n: int, window: int, rounds: int, seed: int = 0) -> list[list[W
 _BUCKETS = 3  # relative display positions: first, between, last (windows of different sizes compare this way)
 
 
-def _bucket(position: int, size: int) -> int:
-    return 0 if position == 0 else _BUCKETS - 1 if position == size - 1 else 1
-
-
 def _place(members: Sequence[int], shown: Mapping[int, list[int]] | list[list[int]], rng: random.Random) -> Window:
-    """Display order of one window: each position goes to the member shown there least so far (ties: a seeded
-    draw), the extreme positions first since they carry most of a judge's position bias."""
-    size = len(members)
-    slots: list[int | None] = [None] * size
+    """Display order of one window: first goes the member shown first least often so far, last the one (of the rest)
+    shown last least often (ties: a seeded draw); they carry most of a judge's position bias. The rest, in a seeded
+    shuffle, all count as "between": their order among themselves does not change the balance."""
     left = list(members)
     rng.shuffle(left)
-    for position in sorted(range(size), key=lambda p: (0 if p in (0, size - 1) else 1, p)):
-        bucket = _bucket(position, size)
-        pick = min(left, key=lambda c: shown[c][bucket])
-        left.remove(pick)
-        slots[position] = pick
-        shown[pick][bucket] += 1
-    return tuple(c for c in slots if c is not None)
+    first = min(left, key=lambda c: shown[c][0])
+    left.remove(first)
+    shown[first][0] += 1
+    if not left:
+        return (first,)
+    last = min(left, key=lambda c: shown[c][_BUCKETS - 1])
+    left.remove(last)
+    shown[last][_BUCKETS - 1] += 1
+    for c in left:
+        shown[c][1] += 1
+    return (first, *left, last)
 
 
 def appearances(plan: Sequence[Sequence[Window]], n: int) -> list[int]:
