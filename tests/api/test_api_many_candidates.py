@@ -65,6 +65,15 @@ async def test_forty_candidates_are_all_ranked_and_scored_on_one_scale() -> None
     assert {c["id"]: c["appearances"] for c in data["candidates"]} == shown
 
 
+async def test_windowed_judgments_are_counted_by_how_they_stopped() -> None:
+    async with app_with_services() as (client, _):
+        data = (await client.post("/judge/listwise", json={**BODY, "include_runs": False})).json()
+        metrics = (await client.get("/metrics")).text
+    stopped = data["diagnostics"]["windows"]["stopped"]
+    assert f'pcfjudge_windowed_judgments_total{{stopped="{stopped}"}}' in metrics
+    assert "pcfjudge_windows_per_judgment_bucket" in metrics
+
+
 async def test_the_same_request_again_is_the_same_answer_from_the_cache() -> None:
     async with app_with_services() as (client, _):
         first = (await client.post("/judge/listwise", json=BODY)).json()

@@ -26,6 +26,9 @@ def record_listwise(result: ListwiseResult, metrics: Metrics) -> None:
         m.child(m.DEGRADED, endpoint).inc()
     if result.stopped is not None:
         m.child(m.STOPS, result.stopped).inc()
+    if result.windows is not None:
+        m.child(m.WINDOWED, result.windows.stopped).inc()
+        m.WINDOWS_JUDGED.observe(result.windows.windows_judged)
     picks: dict[int, float] = {}  # displayed position → share of this decision's top picks (one update each)
     for run in result.runs:
         if run.result is None:

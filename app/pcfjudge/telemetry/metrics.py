@@ -81,6 +81,16 @@ STOPS = Counter(
     'Listwise requests with "k": "auto" or a budget, by why their runs stopped (certified, confident, k_max, budget)',
     ["reason"],
 )
+WINDOWED = Counter(
+    "pcfjudge_windowed_judgments_total",
+    "Judgments past one window (rounds of windows), by why their rounds stopped (rounds, certified, budget, failed)",
+    ["stopped"],
+)
+WINDOWS_JUDGED = Histogram(
+    "pcfjudge_windows_per_judgment",
+    "Windows (backend calls or cache hits) one judgment past one window took",
+    buckets=(2, 4, 8, 16, 32, 64, 128, 256, 512),
+)
 PAIR_INCONSISTENT = Counter(
     "pcfjudge_pairwise_order_inconsistent_total", "Pairwise decisions whose two orders disagreed"
 )
