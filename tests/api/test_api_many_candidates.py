@@ -4,6 +4,7 @@ scored, each window an ordinary cached run, every limit before any call, cancell
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any
@@ -12,6 +13,7 @@ import pytest
 from pcfjudge.backends.registry import ResolvedModel
 from pcfjudge.doors.listwise_task import build_task
 from pcfjudge.engine.runner import CallOutcome, CallRunner, CallSpec
+from pcfjudge.errors import Refusal
 from pcfjudge.schemas.listwise_schema import ListwiseRequest
 from pcfjudge.settings import Settings
 from pcfjudge.types import CacheMode
@@ -132,6 +134,16 @@ async def test_every_limit_refuses_before_a_single_call(settings: dict[str, Any]
         response = await client.post("/judge/listwise", json=BODY)
     assert response.status_code == status, response.text
     assert names in response.json()["detail"] and counting.calls == 0
+
+
+async def test_an_in_process_task_with_one_round_is_refused_before_a_call() -> None:
+    async with app_with_services() as (_, services):
+        counting = Counting(services.judge.runner)
+        judge = services.judge.using(runner=counting)
+        task = build_task(ListwiseRequest.model_validate(BODY), services.settings, judge)
+        with pytest.raises(Refusal) as refused:
+            await judge.listwise(dataclasses.replace(task, k=1))
+    assert refused.value.status == 422 and refused.value.field == "k" and counting.calls == 0
 
 
 async def test_max_calls_bounds_the_rounds() -> None:

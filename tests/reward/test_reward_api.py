@@ -146,6 +146,7 @@ async def test_explicit_groups_split_a_prompt_and_must_share_prompt_and_referenc
     [
         ({"samples": []}, "samples"),
         ({"samples": samples(RESPONSES), "group_size": 257}, "group_size"),
+        ({"samples": samples([f"answer {i}" for i in range(17)]), "k": 1}, "k"),
         ({"samples": samples(["x"]), "reward": "mean"}, "reward"),
         ({"samples": [{"prompt": " ", "response": "x"}]}, "samples.0.prompt"),
         ({"samples": samples(["x"], reference="y" * 40_000)}, "samples.0.reference"),

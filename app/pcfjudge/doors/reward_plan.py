@@ -113,6 +113,9 @@ def plan(s: Settings, judge: Judge, options: RewardOptions, items: Sequence[Item
     # Each group's K, fixed now for its expected size (members meet only with the same spec, so K is resolved before
     # they do): the request's k, else PCFJ_DEFAULT_K in one window, PCFJ_WINDOW_ROUNDS rounds past it.
     groups = [replace(g, spec=replace(g.spec, k=group_k(s, k, members(g, size)))) for g in groups]
+    if k == 1 and any(members(g, size) > s.max_candidates for g in groups):
+        detail = f"a group of more than {s.max_candidates} (PCFJ_MAX_CANDIDATES) is judged in rounds: k is at least 2"
+        raise client_error("k", detail)
     calls = sum(planned_calls(g, size, s) for g in groups)
     if calls > s.max_reward_calls_per_request:
         detail = (

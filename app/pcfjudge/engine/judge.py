@@ -31,8 +31,9 @@ from pcfjudge.engine.pairwise_passes import (
 )
 from pcfjudge.engine.runner import CallRunner
 from pcfjudge.engine.window_runs import judge_windows, window_spec
+from pcfjudge.errors import Refusal
 from pcfjudge.judging.prompts import PromptStyle
-from pcfjudge.judging.window_rounds import budget_calls
+from pcfjudge.judging.window_rounds import budget_calls, least_calls
 from pcfjudge.security.guard import Guard
 from pcfjudge.settings import Settings
 from pcfjudge.types import DecodingParams, Usage
@@ -134,9 +135,12 @@ class Judge:
     async def _windows(self, task: ListwiseTask, model: ResolvedModel, params: DecodingParams) -> ListwiseResult:
         """More candidates than one window (PCFJ_MAX_CANDIDATES): rounds of windows fitted onto one scale; the
         guard checks the budget of every round the judgment may take before the first call."""
-        window = self.settings.max_candidates
+        window, n = self.settings.max_candidates, len(task.ids)
         spec = window_spec(task, window)
-        calls = budget_calls(len(task.ids), window, spec.rounds, spec.max_calls)
+        calls, least = budget_calls(n, window, spec.rounds, spec.max_calls), least_calls(n, window)
+        if calls < least:  # front doors refuse this first; an in-process caller or a grown reward group may not
+            detail = f"k: {n} candidates in windows of {window} need two rounds, {least} calls; this may make {calls}"
+            raise Refusal(422, "validation_error", f"{detail} (k counts rounds past one window: at least 2)", field="k")
         deadline = asyncio.get_running_loop().time() + self.timeout_s
         quorum = self.settings.quorum
         return await self._spend(

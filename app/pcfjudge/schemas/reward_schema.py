@@ -26,7 +26,13 @@ class RewardOptions(Strict):
     """Judging and grouping options (also accepted as query parameters by the adapters)."""
 
     model: str | None = Field(default=None, description="provider:model, e.g. sim:default or openai:gpt-5.4.")
-    k: int | None = Field(default=None, ge=1, le=MAX_K, description="Permutations per group; default PCFJ_DEFAULT_K.")
+    k: int | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_K,
+        description="Permutations per group; default PCFJ_DEFAULT_K. A group past PCFJ_MAX_CANDIDATES: rounds of "
+        "windows (at least 2; default PCFJ_WINDOW_ROUNDS).",
+    )
     reward: RewardMode = Field(default="consensus", description=_REWARD_HELP)
     group_size: int | None = Field(
         default=None,
