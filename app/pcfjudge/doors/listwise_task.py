@@ -4,6 +4,8 @@ same request, so they build their tasks here too."""
 
 from __future__ import annotations
 
+from collections import Counter
+
 from pcfjudge.doors.checks import check_texts, resolve_model
 from pcfjudge.engine.judge import Judge, prompt_style
 from pcfjudge.engine.listwise_runs import ListwiseTask
@@ -30,7 +32,7 @@ def build_task(body: ListwiseRequest, s: Settings, judge: Judge) -> ListwiseTask
     ids = [cid for cid, _ in pairs]
     texts = [text for _, text in pairs]
     check_texts(s, body.question, {f"candidates.{i}": text for i, text in enumerate(texts)})
-    duplicates = sorted({cid for cid in ids if ids.count(cid) > 1})
+    duplicates = sorted(cid for cid, count in Counter(ids).items() if count > 1)  # O(n): up to PCFJ_MAX_ITEMS ids
     if duplicates:
         raise client_error("candidates", f"candidate ids must be unique; repeated: {', '.join(duplicates)}")
     try:
