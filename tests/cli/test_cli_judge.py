@@ -65,6 +65,21 @@ def test_table_shows_the_consensus_best_first_with_the_winner_marked(capsys: pyt
     assert f"★ winner {', '.join(f'[{w}]' for w in expected['winners'])}" in out and "sim:default · K=3" in out
 
 
+def test_past_one_window_the_table_gives_standard_errors_and_the_rounds(capsys: pytest.CaptureFixture[str]) -> None:
+    answers = [f"Answer {i}: {CANDIDATES[i % len(CANDIDATES)]}" for i in range(24)]
+    assert main(["judge", QUESTION, *answers]) == 0
+    out = capsys.readouterr().out
+    expected = api_listwise(QUESTION, answers)
+    stats = {c["id"]: c for c in expected["candidates"]}
+    rows = table_rows(out)
+    assert len(rows) == 24
+    for row, cid in zip(rows, expected["ranking"], strict=True):
+        cells = [cell.strip() for cell in row if cell.strip() and cell.strip() != "★"]
+        assert cells[2] == f"{stats[cid]['consensus']:.1f} ±{stats[cid]['standard_error']:.1f}"
+    windows = expected["diagnostics"]["windows"]
+    assert f"windows of at most 16 in 4 rounds' budget (stopped: {windows['stopped']})" in out
+
+
 def test_json_is_the_listwise_response(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["judge", QUESTION, *CANDIDATES, "--k", "2", "--seed", "4", "--json"]) == 0
     got = json.loads(capsys.readouterr().out)
