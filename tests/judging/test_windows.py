@@ -4,9 +4,11 @@ balanced, neighbours varied, deterministic for a seed."""
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 
 import pytest
-from pcfjudge.judging.windows import appearances, calls, plan_windows, window_sizes
+from pcfjudge.judging.window_rounds import budget_calls
+from pcfjudge.judging.windows import Window, plan_windows, uncertain_at, window_sizes, windows_over
 
 
 def test_a_round_is_cut_into_near_equal_windows() -> None:
@@ -59,20 +61,27 @@ def test_deterministic_for_a_seed() -> None:
     assert plan_windows(40, 16, 2, seed=5) == plan_windows(40, 16, 3, seed=5)[:2]  # more rounds extend fewer
 
 
+def appearances(plan: Sequence[Sequence[Window]], n: int) -> list[int]:
+    """Windows each candidate was shown in."""
+    counts = [0] * n
+    for round_windows in plan:
+        for window in round_windows:
+            for c in window:
+                counts[c] += 1
+    return counts
+
+
 def test_calls_of_a_plan() -> None:
-    assert calls(100, 16, rounds=3) == 7 * 3
-    assert calls(100, 16, rounds=3, k=2) == 7 * 3 * 2
-    assert calls(3, 16, rounds=1, k=7) == 6  # K capped by the window's 3! orders
+    assert budget_calls(100, 16, rounds=3) == 7 * 3 == sum(len(r) for r in plan_windows(100, 16, 3))
 
 
-def test_boundary_windows_cover_the_uncertain_candidates_and_none_once_certified() -> None:
-    from pcfjudge.judging.windows import boundary_windows
-
+def test_the_uncertain_at_a_boundary_and_windows_over_them() -> None:
     scores = [90.0, 80.0, 71.0, 70.0, 69.0, 50.0, 40.0, 30.0]
     # top 3: boundary midway between 71 and 70 (70.5); with errors of 2, the candidates at 71, 70 and 69 are uncertain
-    windows = boundary_windows(scores, [2.0] * 8, top_n=3, window=16, seed=1)
-    assert [sorted(w) for w in windows] == [[2, 3, 4]]
-    assert boundary_windows(scores, [2.0] * 8, top_n=3, window=16, seed=1) == windows  # deterministic
-    assert boundary_windows(scores, [0.1] * 8, top_n=3, window=16) == []  # certified: nothing left to spend on
-    many = boundary_windows([float(i) for i in range(40)], [100.0] * 40, top_n=10, window=16)
+    assert uncertain_at(scores, [2.0] * 8, top_n=3) == [2, 3, 4]
+    assert uncertain_at(scores, [0.1] * 8, top_n=3) == []  # certified: nothing left to spend on
+    assert uncertain_at(scores, [2.0] * 8, top_n=3, z=0.3) == [2, 3]
+    windows = windows_over([2, 3, 4], 8, window=16, seed=1, times=2)
+    assert [sorted(w) for w in windows] == [[2, 3, 4]] * 2 and windows == windows_over([2, 3, 4], 8, 16, 1, 2)
+    many = windows_over(list(range(40)), 40, window=16)
     assert sorted(c for w in many for c in w) == list(range(40)) and all(len(w) <= 16 for w in many)

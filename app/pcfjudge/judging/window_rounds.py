@@ -11,8 +11,8 @@ ranking``) run the very same decisions:
   ``rounds`` times in varied windows and balanced positions, judged at once (one round trip);
 * **a boundary** (``top_n`` ≥ 1: rerank's ``top_n``, listwise's winner): two uniform rounds, judged at once; then
   up to ``rounds`` − 2 boundary steps, each one round's worth of calls (or what is left of the budget) spent on
-  windows over the candidates still uncertain at the ``top_n`` boundary (``windows.boundary_windows``: fitted score
-  within one standard error of it), reshuffled as often as those calls allow, refitted after each step; it stops
+  windows over the candidates still uncertain at the ``top_n`` boundary (``windows.uncertain_at``: fitted score
+  within two standard errors of it, ``CERTAIN_Z``), reshuffled as often as those calls allow, refitted after each step; it stops
   ``certified`` when none is uncertain. Round trips: at most ``rounds`` − 1.
 
 ``stopped``: ``rounds`` (every uniform round made), ``certified`` (the top ``top_n`` no longer in doubt),

@@ -78,32 +78,6 @@ def _place(members: Sequence[int], shown: Mapping[int, list[int]] | list[list[in
     return (first, *left, last)
 
 
-def appearances(plan: Sequence[Sequence[Window]], n: int) -> list[int]:
-    """Windows each candidate was shown in."""
-    counts = [0] * n
-    for round_windows in plan:
-        for window in round_windows:
-            for c in window:
-                counts[c] += 1
-    return counts
-
-
-def calls(n: int, window: int, rounds: int, k: int = 1) -> int:
-    """Backend calls of a plan: windows per round × rounds × K orders of each window (K capped by the window's n!)."""
-    return sum(min(k, math.factorial(size)) for size in window_sizes(n, window)) * rounds
-
-
-def boundary_windows(
-    scores: Sequence[float], errors: Sequence[float], top_n: int, window: int, seed: int = 0, z: float = 1.0
-) -> list[Window]:
-    """One more round where it can change the answer: windows over the candidates whose place relative to the
-    ``top_n`` boundary is not yet certain (``uncertain_at``). Empty when no candidate is uncertain (the top set is
-    certified) or only one is. Each window is judged like any other and refitted with the rest: the uncertain
-    candidates already sit on the common scale, so windows of them alone stay connected to it."""
-    uncertain = uncertain_at(scores, errors, top_n, z)
-    return windows_over(uncertain, len(scores), window, seed) if len(uncertain) >= 2 else []
-
-
 def uncertain_at(scores: Sequence[float], errors: Sequence[float], top_n: int, z: float = 1.0) -> list[int]:
     """Candidates whose fitted score is within ``z`` standard errors of the ``top_n`` boundary (the midpoint between
     the ``top_n``-th and the next score), in index order; none when ``top_n`` is not inside the list."""
