@@ -248,7 +248,11 @@ async def test_readme_pairwise_example_matches(client: httpx.AsyncClient) -> Non
     got = (await client.post("/judge/pairwise", json=payload)).json()
     for body in (shown, got):
         body.pop("request_id")
-        for run in body["runs"]:
+        for run in body["runs"] or []:  # the README sends include_runs false
             run.pop("latency_ms")
-    assert got == shown
-    explain(got)
+    assert got == shown and payload["include_runs"] is False and got["runs"] is None
+    full = (await client.post("/judge/pairwise", json={**payload, "include_runs": True})).json()
+    explain(full)  # the shown decision, re-derived from its runs (served from the cache: the same runs)
+    assert {k: v for k, v in full.items() if k not in ("request_id", "runs", "usage")} == {
+        k: v for k, v in got.items() if k not in ("runs", "usage")
+    }
