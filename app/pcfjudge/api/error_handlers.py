@@ -117,7 +117,7 @@ ERROR_RESPONSES: dict[int | str, dict[str, object]] = {
     code: {"model": ErrorResponse, "description": text}
     for code, text in {
         400: "Body is not valid JSON",
-        413: "Body too large",
+        413: "Body too large, or more candidates than PCFJ_MAX_ITEMS (a reward group: PCFJ_MAX_GROUP_SIZE)",
         422: "Invalid request (the detail names the field and the fix)",
         502: "Judge backend failed for too many runs",
         503: "Judge backend overloaded or rate limited (see Retry-After)",
