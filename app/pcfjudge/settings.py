@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Literal
 from urllib.parse import urlsplit
@@ -216,12 +217,52 @@ class Settings(BaseSettings):
     anthropic_base_url: str | None = Field(
         default=None, validation_alias=AliasChoices("PCFJ_ANTHROPIC_BASE_URL", "ANTHROPIC_BASE_URL")
     )
+    engines: dict[str, str] = Field(
+        default_factory=dict,
+        description='More OpenAI-compatible engines by provider name, e.g. {"smol": "http://127.0.0.1:8081/v1"}: '
+        "each its own backend (model strings smol:<model>), no key (credentials in the URL go out as HTTP Basic).",
+    )
     temperature: float | None = Field(0.0, ge=0, le=2)
     max_output_tokens: int = Field(2048, ge=64)
     reasoning_effort: Literal["none", "minimal", "low", "medium", "high", "xhigh", "max"] | None = Field(
         default=None,
         description="Reasoning effort for reasoning models (OpenAI: none..xhigh; Anthropic: low..max). Off-OpenAI "
         "endpoints still get the temperature with it.",
+    )
+
+    # Juries (docs/juries.md)
+    juries: dict[str, list[str]] = Field(
+        default_factory=dict,
+        description='Named juries a request may give as its model, e.g. {"panel": ["openai:gpt-5.4", '
+        '"anthropic:claude-sonnet-4-6", "smol:smollm2"]}; a request may also send a list of models.',
+    )
+    jury_weights: Literal["equal", "calibrated"] = Field(
+        "equal",
+        description="How a jury weighs its jurors: equally, or by the log-odds of the accuracy `pcfjudge calibrate` "
+        "measured (equal while any juror is uncalibrated).",
+    )
+    jury_quorum: float | None = Field(
+        default=None, gt=0, le=1, description="Share of jurors that must deliver; unset: a strict majority."
+    )
+    max_jurors: int = Field(5, ge=1, le=16, description="Jurors one jury may have.")
+
+    # Calibration and drift (docs/calibration.md)
+    calibration_file: Path | None = Field(
+        default=None,
+        description="Where `pcfjudge calibrate` stores its records and the service reads them without "
+        "PCFJ_REDIS_URL (with it: Redis); unset: ~/.cache/pcfjudge/calibration.json.",
+    )
+    calibration_refresh_s: float = Field(
+        60.0, gt=0, description="Seconds between the service's reloads of the calibration records."
+    )
+    drift_alpha: float = Field(
+        0.01, gt=0, lt=1, description="Significance level of the drift tests (McNemar, two-proportion z)."
+    )
+    drift_min_points: float = Field(
+        5.0,
+        ge=0,
+        le=100,
+        description="A shift is drift only past this many percentage points (and significant at PCFJ_DRIFT_ALPHA).",
     )
 
     # Prompts (README "Local open-weight judges")
@@ -263,6 +304,20 @@ class Settings(BaseSettings):
                 "would go in the Authorization header. Unset the key to send the URL's credentials (HTTP Basic), "
                 "or drop them from the URL to send the key."
             )
+        for name, url in self.engines.items():
+            if not re.fullmatch(r"[a-z][a-z0-9_-]*", name) or name in ("openai", "anthropic", "sim"):
+                raise ValueError(
+                    f"PCFJ_ENGINES: {name!r} must be a new lower-case provider name (not openai/anthropic/sim)"
+                )
+            if urlsplit(url).scheme not in ("http", "https"):
+                raise ValueError(f"PCFJ_ENGINES: {name!r} needs an http(s) base URL (got {url!r})")
+        for name, jurors in self.juries.items():
+            if ":" in name or "," in name or not name:
+                raise ValueError(
+                    f"PCFJ_JURIES: jury name {name!r} must not contain ':' or ',' (it would read as models)"
+                )
+            if not jurors or len(set(jurors)) != len(jurors) or len(jurors) > self.max_jurors:
+                raise ValueError(f"PCFJ_JURIES: {name!r} needs 1 to {self.max_jurors} distinct models (got {jurors})")
         return self
 
     def pending_per_key(self) -> int:
@@ -280,6 +335,7 @@ class Settings(BaseSettings):
             f"openai:{self.openai_default_model}",
             f"anthropic:{self.anthropic_default_model}",
             "sim:*",
+            *(f"{name}:*" for name in self.engines),
         ]
         return list(dict.fromkeys(defaults))
 

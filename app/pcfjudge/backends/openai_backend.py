@@ -220,20 +220,21 @@ def _timeouts(client: AsyncOpenAI) -> Timeouts:
     return timeout.connect, timeout.read, timeout.pool
 
 
-def build_openai(settings: Settings) -> OpenAIBackend | None:
+def build_openai(settings: Settings, base_url: str | None = None) -> OpenAIBackend | None:
     """The OpenAI backend when a key or a base URL is configured (SDK retries off; the SDK timeout caps one
     attempt), with as many pooled connections as it has call slots.
 
     A local engine needs no key (the SDK is given a placeholder). Credentials in the base URL
     (``http://user:pass@host/v1``) go out as HTTP Basic instead of a key (``Settings`` refuses both at once)."""
-    if settings.openai_api_key is None and not settings.openai_base_url:
+    engine = base_url is not None  # one of PCFJ_ENGINES: no key, its own URL
+    if not engine and settings.openai_api_key is None and not settings.openai_base_url:
         return None
-    base_url, basic = split_credentials(settings.openai_base_url)
+    base_url, basic = split_credentials(base_url if engine else settings.openai_base_url)
     slots = settings.backend_concurrency
     http_client = None
     if settings.openai_transport == "sdk":
         http_client = DefaultAioHttpClient(limits=httpx2.Limits(max_connections=slots, max_keepalive_connections=slots))
-    key = settings.openai_api_key.get_secret_value() if settings.openai_api_key is not None else NO_KEY
+    key = settings.openai_api_key.get_secret_value() if settings.openai_api_key is not None and not engine else NO_KEY
     client = AsyncOpenAI(
         api_key=key,
         base_url=base_url,

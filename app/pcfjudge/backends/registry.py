@@ -31,6 +31,21 @@ class ResolvedModel:
         return f"{self.provider}:{self.name}"
 
 
+@dataclass(frozen=True, slots=True)
+class Jury:
+    """Several judge models judging as one (docs/juries.md): ``name`` is a PCFJ_JURIES name, or the jurors' model
+    strings joined by commas for a list a request sent; ``weights`` sum to 1, in juror order."""
+
+    name: str
+    jurors: tuple[ResolvedModel, ...]
+    weights: tuple[float, ...]
+    calibrated: bool = False
+
+    @property
+    def string(self) -> str:
+        return self.name
+
+
 class Registry:
     """The configured backends; built in the app lifespan, closed with it."""
 
@@ -45,8 +60,9 @@ class Registry:
         provider, sep, name = model.partition(":")
         if not sep or not name:
             raise ModelError(f"model {model!r} must look like 'provider:model', e.g. 'sim:default' or 'openai:gpt-5.4'")
-        if provider not in KNOWN_PROVIDERS:
-            raise ModelError(f"unknown provider {provider!r}; use one of: {', '.join(KNOWN_PROVIDERS)}")
+        if provider not in KNOWN_PROVIDERS and provider not in self.settings.engines:
+            known = ", ".join([*KNOWN_PROVIDERS, *self.settings.engines])
+            raise ModelError(f"unknown provider {provider!r}; use one of: {known}")
         if provider == "sim" and name not in SIM_MODELS:
             raise ModelError(f"unknown simulated model {name!r}; use sim:default or sim:oracle")
         backend = self.backends.get(provider)

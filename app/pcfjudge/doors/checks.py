@@ -3,7 +3,7 @@ the field."""
 
 from __future__ import annotations
 
-from pcfjudge.backends.registry import ModelError, ResolvedModel
+from pcfjudge.backends.registry import Jury, ModelError, ResolvedModel
 from pcfjudge.engine.judge import Judge
 from pcfjudge.errors import client_error
 from pcfjudge.settings import Settings
@@ -18,13 +18,16 @@ def check_texts(settings: Settings, question: str, texts: dict[str, str]) -> Non
             raise client_error(field, f"text has {len(text)} characters; the limit is {settings.max_candidate_chars}")
 
 
-def resolve_model(judge: Judge, model: str | None, oracle_best: str | None) -> ResolvedModel:
-    """The backend for a request's model string, resolved once per request (the task carries it to the judge);
-    ``oracle_best`` is only for the simulated oracle."""
+def resolve_model(judge: Judge, model: str | list[str] | None, oracle_best: str | None) -> ResolvedModel | Jury:
+    """The backend (or jury: a PCFJ_JURIES name or a list of models) for a request's model, resolved once per
+    request (the task carries it to the judge); ``oracle_best`` is only for the simulated oracle."""
     try:
-        resolved = judge.model(model)
+        resolved = judge.resolve(model)
     except ModelError as exc:
-        raise client_error("model", str(exc)) from None
-    if oracle_best is not None and resolved.string != "sim:oracle":
+        juries = ", ".join(judge.settings.juries)
+        hint = f" (juries on this server: {juries})" if juries and "jur" in str(exc) else ""
+        raise client_error("model", f"{exc}{hint}") from None
+    jurors = resolved.jurors if isinstance(resolved, Jury) else (resolved,)
+    if oracle_best is not None and all(m.string != "sim:oracle" for m in jurors):
         raise client_error("oracle_best", "only the simulated oracle judge (model 'sim:oracle') takes oracle_best")
     return resolved

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pcfjudge.doors.jury_response import jury_data
 from pcfjudge.engine.listwise_runs import ListwiseResult
 from pcfjudge.judging import consensus as cons
 from pcfjudge.judging.run_records import RunRecord
@@ -60,6 +61,7 @@ def response_data(result: ListwiseResult, request_id: str, include_runs: bool) -
             "cost_usd": result.cost_usd,
         },
         "degraded": result.degraded,
+        "jury": jury_data(result.jury),
     }
 
 
@@ -110,6 +112,7 @@ def _run(run: RunRecord) -> dict[str, Any]:
         "cached": run.cached,
         "latency_ms": float(run.latency_ms),
         "error": run.error,
+        "model": run.model,
     }
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+from pcfjudge.backends.registry import Jury, ResolvedModel
 from pcfjudge.doors.checks import check_texts, resolve_model
 from pcfjudge.engine.judge import Judge, prompt_style
 from pcfjudge.engine.listwise_runs import ListwiseTask
@@ -50,6 +51,8 @@ def build_task(body: ListwiseRequest, s: Settings, judge: Judge) -> ListwiseTask
             explicit = perms.validate_explicit(body.permutations, n)
         except ValueError as exc:
             raise client_error("permutations", str(exc)) from None
+    if isinstance(model, Jury) and body.executions != 1:
+        raise client_error("executions", "a jury's jurors are its executions (each judges its own K): send 1")
     if body.oracle_best is not None and body.oracle_best not in ids:
         raise client_error("oracle_best", f"{body.oracle_best!r} is not one of the candidate ids")
     k, auto = runs_per_execution(body, s) if n <= s.max_candidates else (windowed_rounds(body, s, n), None)
@@ -67,7 +70,7 @@ def build_task(body: ListwiseRequest, s: Settings, judge: Judge) -> ListwiseTask
         cache_mode=body.cache,
         model=model,
         auto=auto,
-        budget=budget(body, s, model.string),
+        budget=budget(body, s, model),
         style=prompt_style(s, body.rationales, "listwise"),
         windows=WindowOptions(top_n=1) if n > s.max_candidates else None,  # best-of-N: the winner's boundary
     )
@@ -111,13 +114,16 @@ def runs_per_execution(body: ListwiseRequest, settings: Settings) -> tuple[int, 
     return k_max, Adaptive(k_min, body.stop)
 
 
-def budget(body: ListwiseRequest, settings: Settings, model: str) -> Budget | None:
-    """The request's spending limits; a cost budget needs the model's price."""
-    if body.max_cost_usd is not None and model not in settings.prices:
+def budget(body: ListwiseRequest, settings: Settings, model: ResolvedModel | Jury) -> Budget | None:
+    """The request's spending limits; a cost budget needs the model's (every juror's) price."""
+    jurors = model.jurors if isinstance(model, Jury) else (model,)
+    unpriced = [m.string for m in jurors if m.string not in settings.prices]
+    if body.max_cost_usd is not None and unpriced:
+        first = unpriced[0]
         raise client_error(
             "max_cost_usd",
-            f"model {model} has no price, so a cost budget cannot be kept; set PCFJ_PRICES (USD per million input "
-            f'and output tokens, e.g. {{"{model}": [1.25, 10]}}) or use max_calls',
+            f"model {first} has no price, so a cost budget cannot be kept; set PCFJ_PRICES (USD per million input "
+            f'and output tokens, e.g. {{"{first}": [1.25, 10]}}) or use max_calls',
         )
     if body.max_calls is None and body.max_cost_usd is None:
         return None

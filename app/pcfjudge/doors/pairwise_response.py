@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from pcfjudge.doors.jury_response import jury_data
 from pcfjudge.engine.pairwise_passes import PairwiseResult, PassRecord
 from pcfjudge.judging import apoc
-from pcfjudge.schemas.common import UsageOut
+from pcfjudge.judging.jury import pool_verdicts
+from pcfjudge.schemas.common import JuryOut, UsageOut
 from pcfjudge.schemas.pairwise_schema import EstimationOut, KeyedOut, PairwiseResponse, PassOut
 
 
@@ -20,13 +22,14 @@ def _pass_out(p: PassRecord) -> PassOut:
         cached=p.cached,
         latency_ms=p.latency_ms,
         error=p.error,
+        model=p.model,
         **p.usage.as_dict(),
     )
 
 
 def to_response(result: PairwiseResult, request_id: str, include_runs: bool) -> PairwiseResponse:
     d, plan, keyed = result.decision, result.keyed_plan, result.keyed_pass
-    swapped = next(p for p in result.passes if p.name == "swapped")
+    swapped = _swapped(result)
     est = result.estimation
     return PairwiseResponse(
         request_id=request_id,
@@ -36,7 +39,7 @@ def to_response(result: PairwiseResult, request_id: str, include_runs: bool) -> 
         winner=d.winner,
         label=apoc.label(d.winner),
         direct=d.direct,
-        swapped=swapped.verdict,
+        swapped=swapped,
         order_consistent=d.order_consistent,
         override=d.override,
         decision=d.basis,
@@ -58,4 +61,14 @@ def to_response(result: PairwiseResult, request_id: str, include_runs: bool) -> 
             **result.usage.as_dict(),
         ),
         degraded=result.degraded,
+        jury=JuryOut.model_validate(jury_data(result.jury)) if result.jury is not None else None,
     )
+
+
+def _swapped(result: PairwiseResult) -> apoc.Verdict | None:
+    """The swapped-order verdict: a jury's is the weighted vote of its jurors' (those whose swapped pass succeeded)."""
+    if result.jury is None:
+        return next(p for p in result.passes if p.name == "swapped").verdict
+    weight = {j.model: j.weight for j in result.jury.jurors}
+    votes = [(p.verdict, weight[p.model or ""]) for p in result.passes if p.name == "swapped" and p.verdict]
+    return pool_verdicts(*zip(*votes, strict=True)) if votes else None

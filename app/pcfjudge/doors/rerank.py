@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pcfjudge.backends.registry import KNOWN_PROVIDERS, ResolvedModel
+from pcfjudge.backends.registry import KNOWN_PROVIDERS, Jury, ResolvedModel
 from pcfjudge.doors.checks import check_texts, resolve_model
 from pcfjudge.doors.decisions import judged, record_listwise
 from pcfjudge.doors.listwise_response import to_response
@@ -67,13 +67,20 @@ def check_count(s: Settings, n: int, field: str) -> None:
         raise ApiError(413, "too_many_documents", detail, field=field)
 
 
-def judge_model(judge: Judge, named: str | None, options: RerankOptions | None) -> ResolvedModel:
-    """``pcfjudge.model``, else ``model`` when it names one of our judges (provider:model with a provider of ours),
-    else the server's default; a judge of ours that cannot be served is a 422."""
+def judge_model(judge: Judge, named: str | None, options: RerankOptions | None) -> ResolvedModel | Jury:
+    """``pcfjudge.model``, else ``model`` when it names judges of ours (provider:model with a provider of ours, a
+    PCFJ_JURIES name, or comma-separated models: a jury), else the server's default; a judge of ours that cannot
+    be served is a 422."""
     explicit = options.model if options is not None else None
-    if explicit is None and named is not None and named.partition(":")[0] in KNOWN_PROVIDERS and ":" in named:
+    if explicit is None and named is not None and _ours(named, judge.settings):
         explicit = named
     return resolve_model(judge, explicit, None)
+
+
+def _ours(named: str, s: Settings) -> bool:
+    providers = (*KNOWN_PROVIDERS, *s.engines)
+    parts = named.split(",")
+    return named in s.juries or all(":" in p and p.strip().partition(":")[0] in providers for p in parts)
 
 
 def document_text(document: str | dict[str, str], rank_fields: list[str] | None, index: int) -> str:
@@ -100,7 +107,7 @@ def build_task(
     query: str,
     texts: list[str],
     options: RerankOptions | None,
-    model: ResolvedModel,
+    model: ResolvedModel | Jury,
     field: str,
     top_n: int | None = None,
 ) -> ListwiseTask:
@@ -115,6 +122,8 @@ def build_task(
     except ValueError as exc:
         raise client_error("pcfjudge.weights", str(exc)) from None
     windowed = n > s.max_candidates
+    if isinstance(model, Jury) and opts.executions != 1:
+        raise client_error("pcfjudge.executions", "a jury's jurors are its executions: send executions 1")
     if windowed and opts.executions != 1:
         raise client_error(
             "pcfjudge.executions",

@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Literal, Protocol, TypeVar
 
 from pcfjudge import context
 from pcfjudge.backends.params import decoding_params
-from pcfjudge.backends.registry import Registry, ResolvedModel
+from pcfjudge.backends.registry import Jury, ModelError, Registry, ResolvedModel
 from pcfjudge.engine import spend
+from pcfjudge.engine.jury_runs import judge_jurors, judge_jury_listwise, pool_pairwise, pool_windows
 from pcfjudge.engine.listwise_runs import ListwiseResult, ListwiseTask, RunPlan, judge_listwise, plan_runs
 from pcfjudge.engine.pairwise_passes import (
     PairwiseResult,
@@ -32,7 +33,8 @@ from pcfjudge.engine.pairwise_passes import (
 from pcfjudge.engine.runner import CallRunner
 from pcfjudge.engine.window_runs import judge_windows, window_spec
 from pcfjudge.errors import Refusal
-from pcfjudge.judging.prompts import PromptStyle
+from pcfjudge.judging import reliability
+from pcfjudge.judging.prompts import PromptStyle, listwise_version
 from pcfjudge.judging.window_rounds import budget_calls, least_calls
 from pcfjudge.security.guard import Guard
 from pcfjudge.settings import Settings
@@ -72,6 +74,7 @@ class Judge:
     runner: CallRunner
     timeout_s: float
     guard: Guard | None = None
+    reliability: reliability.Book = field(default_factory=reliability.Book)  # calibration records (jury weights)
 
     def using(self, *, runner: CallRunner | None = None, timeout_s: float | None = None) -> Judge:
         """The same judge with another runner (e.g. one that wraps ``self.runner``) or deadline."""
@@ -81,12 +84,47 @@ class Judge:
         """The same judge without allowlist, caps or quotas (for the operator's own tools, e.g. eval)."""
         return replace(self, guard=None)
 
-    def model(self, model: ResolvedModel | str | None) -> ResolvedModel:
+    def resolve(self, spec: str | Sequence[str] | None) -> ResolvedModel | Jury:
+        """A request's ``model``: one provider:model, a PCFJ_JURIES name, or a list of models (a jury; a string
+        of comma-separated models reads as that list). ``ModelError`` says how to fix a bad one."""
+        if isinstance(spec, str) and spec in self.settings.juries:
+            return self._jury(spec, self.settings.juries[spec])
+        if isinstance(spec, str) and "," in spec:
+            spec = [m.strip() for m in spec.split(",")]
+        if spec is None or isinstance(spec, str):
+            return self.registry.resolve(spec)
+        if not spec:
+            raise ModelError("a jury needs at least one model; send a model string or a list of provider:model")
+        return self._jury(",".join(spec), list(spec))
+
+    def _jury(self, name: str, models: list[str]) -> Jury:
+        repeated = sorted({m for m in models if models.count(m) > 1})
+        if repeated:
+            raise ModelError(f"a jury's models must be distinct; repeated: {', '.join(repeated)}")
+        if len(models) > self.settings.max_jurors:
+            raise ModelError(
+                f"a jury has at most {self.settings.max_jurors} jurors (PCFJ_MAX_JURORS); got {len(models)}"
+            )
+        jurors = tuple(self.registry.resolve(m) for m in models)
+        version = listwise_version(None, self.style(None, "listwise"))
+        if self.settings.jury_weights == "calibrated":
+            weights, calibrated = reliability.jury_weights([self.reliability.get(m.string, version) for m in jurors])
+        else:
+            weights, calibrated = [1.0 / len(jurors)] * len(jurors), False
+        return Jury(name, jurors, tuple(weights), calibrated)
+
+    def _target(self, model: ResolvedModel | Jury | str | None) -> ResolvedModel | Jury:
+        """A task's model as resolved by its front door, or resolved here (a string may name a jury)."""
+        return model if isinstance(model, ResolvedModel | Jury) else self.resolve(model)
+
+    def model(self, model: ResolvedModel | Jury | str | None) -> ResolvedModel:
         """The backend for a provider:model string (None: the default); ``ModelError`` says how to fix a bad one.
 
         A front door resolves its request's model once (to refuse a bad one with a 422 naming the field) and puts
         the ``ResolvedModel`` in the task, which is taken as it is; a string is resolved here (in-process callers,
-        and reward groups, whose model crosses replicas as text)."""
+        and reward groups, whose model crosses replicas as text). A jury has no one model: ``ModelError``."""
+        if isinstance(model, Jury):
+            raise ModelError(f"{model.name} is a jury: plan or resolve each of its jurors")
         return model if isinstance(model, ResolvedModel) else self.registry.resolve(model)
 
     def style(self, rationales: bool | None, door: Door) -> PromptStyle:
@@ -111,7 +149,10 @@ class Judge:
     async def listwise(self, task: ListwiseTask) -> ListwiseResult:
         """PCFJudge; raises ``JudgingFailed`` (502/503/504) below quorum, ``ModelError`` for a bad model and
         ``Refusal`` when the guard or admission control declines."""
-        model = self.model(task.model)
+        target = self._target(task.model)
+        if isinstance(target, Jury):
+            return await self._jury_listwise(replace(task, model=target), target)
+        model = target
         params = self.params(model)
         if len(task.ids) > self.settings.max_candidates:
             return await self._windows(task, model, params)
@@ -153,10 +194,95 @@ class Judge:
             window=window,
         )
 
+    async def _jury_listwise(self, task: ListwiseTask, jury: Jury) -> ListwiseResult:
+        """PCFJudge by every juror (engine/jury_runs.py): the guard checks each juror's model and every juror's
+        calls together, before the first call."""
+        params = [self.params(m) for m in jury.jurors]
+        deadline = asyncio.get_running_loop().time() + self.timeout_s
+        s = self.settings
+        prices = [s.prices.get(m.string) for m in jury.jurors]
+        texts = [task.question, *task.texts]
+        if len(task.ids) > s.max_candidates:
+            window = s.max_candidates
+            spec = window_spec(task, window)
+            calls = len(jury.jurors) * budget_calls(len(task.ids), window, spec.rounds, spec.max_calls)
+
+            async def windowed() -> ListwiseResult:
+                solo = replace(task, model=None)
+                outcomes = await judge_jurors(
+                    jury,
+                    lambda m: judge_windows(
+                        solo, m, self.runner, self.params(m), window=window, deadline=deadline, quorum=s.quorum
+                    ),
+                )
+                return pool_windows(task, jury, outcomes, s.jury_quorum, self.reliability)
+
+            return await self._spend_jury(jury, prices, calls, texts, "candidates", windowed, window=window)
+        per_juror = len(plan_runs(task, jury.jurors[0].string, params[0]).runs)
+        calls = task.budget.cap(per_juror * len(jury.jurors)) if task.budget else per_juror * len(jury.jurors)
+        known = [p for p in prices if p is not None]
+        dearest = max(known, key=lambda p: p[0] + p[1]) if len(known) == len(prices) else None
+        return await self._spend_jury(
+            jury,
+            prices,
+            calls,
+            texts,
+            "k",
+            lambda: judge_jury_listwise(
+                task,
+                jury,
+                self.runner,
+                params,
+                deadline=deadline,
+                quorum=s.quorum,
+                jury_quorum=s.jury_quorum,
+                price=dearest,
+                book=self.reliability,
+            ),
+        )
+
+    async def _jury_pairwise(self, task: PairwiseTask, jury: Jury) -> PairwiseResult:
+        deadline = asyncio.get_running_loop().time() + self.timeout_s
+        calls = sum(len(plan_passes(task, m.string, self.params(m))) for m in jury.jurors)
+        texts = [task.question, task.response_a, task.response_b]
+        prices = [self.settings.prices.get(m.string) for m in jury.jurors]
+
+        async def judged() -> PairwiseResult:
+            outcomes = await judge_jurors(
+                jury,
+                lambda m: judge_pairwise(replace(task, model=m), m, self.runner, self.params(m), deadline=deadline),
+            )
+            return pool_pairwise(jury, outcomes, self.settings.jury_quorum, self.reliability)
+
+        return await self._spend_jury(jury, prices, calls, texts, "response_a", judged)
+
+    async def _spend_jury(
+        self,
+        jury: Jury,
+        prices: list[tuple[float, float] | None],
+        calls: int,
+        texts: Sequence[str],
+        field: str,
+        judge: Callable[[], Awaitable[R]],
+        window: int | None = None,
+    ) -> R:
+        """``_spend`` for a jury: every juror allowed, every juror's calls checked and charged together; the cost is
+        each juror's usage at its own price (None when any juror is unpriced)."""
+        if self.guard is not None:
+            for juror in jury.jurors:
+                self.guard.check_model(juror.string)
+        result = await self._spend(jury.jurors[0].string, None, calls, texts, field, judge, window=window)
+        costs = [_juror_usage(result, m.string).cost_usd(p) for m, p in zip(jury.jurors, prices, strict=True)]
+        result.cost_usd = round(sum(c for c in costs if c is not None), 6) if None not in costs else None
+        return result
+
     async def pairwise(self, task: PairwiseTask) -> PairwiseResult:
         """APOCJudge; raises ``JudgingFailed`` when both orders fail, ``ModelError`` for a bad model and
         ``Refusal`` when the guard or admission control declines."""
-        model = self.model(task.model)
+        target = self._target(task.model)
+        if isinstance(target, Jury):
+            return await self._jury_pairwise(replace(task, model=target), target)
+        model = target
         params = self.params(model)
         calls = len(plan_passes(task, model.string, params))
         deadline = asyncio.get_running_loop().time() + self.timeout_s
@@ -199,3 +325,12 @@ class Judge:
         result.cost_usd = result.usage.cost_usd(price)
         context.record(result.backend_calls, result.cache_hits)
         return result
+
+
+def _juror_usage(result: object, model: str) -> Usage:
+    """The tokens of the runs (passes) ``model`` made in a jury's judgment."""
+    if isinstance(result, ListwiseResult):
+        return sum((r.usage for r in result.runs if r.model == model), Usage())
+    if isinstance(result, PairwiseResult):
+        return sum((p.usage for p in result.passes if p.model == model), Usage())
+    return Usage()

@@ -14,13 +14,14 @@ from functools import lru_cache, partial
 from typing import Literal
 
 from pcfjudge.backends.base import ORACLE_ABSENT, JudgeCall
-from pcfjudge.backends.registry import ResolvedModel
+from pcfjudge.backends.registry import Jury, ResolvedModel
 from pcfjudge.engine.failures import failure_summary, judging_failed
 from pcfjudge.engine.runner import CallOutcome, CallRunner, CallSpec
 from pcfjudge.judging import adaptive
 from pcfjudge.judging import consensus as cons
 from pcfjudge.judging import permutations as perms
 from pcfjudge.judging.cache_keys import cache_key, item_hash
+from pcfjudge.judging.jury import JuryReport
 from pcfjudge.judging.parse import ListwiseAnswer, load_json_object, validate_listwise
 from pcfjudge.judging.prompts import DEFAULT_STYLE, PromptStyle, listwise_version, new_nonce, render_listwise
 from pcfjudge.judging.run_records import RunJudgments, RunRecord
@@ -44,7 +45,7 @@ class ListwiseTask:
     permutations: list[perms.Permutation] | None = None
     oracle_best: str | None = None  # for sim:oracle: the id of the truly best candidate
     cache_mode: CacheMode = "use"
-    model: ResolvedModel | str | None = None  # resolved by a front door, or provider:model (None: the default)
+    model: ResolvedModel | Jury | str | None = None  # resolved by a front door (a model or a jury), or provider:model
     reference: str | None = None  # a gold answer: judged with the reference-aware prompt (listwise-ref-…)
     auto: Adaptive | None = None  # "k": "auto": k is k_max, runs stop as ``auto.stop`` allows (judging/adaptive.py)
     budget: Budget | None = None  # max_calls / max_cost_usd, spent in schedule order (judging/waves.py)
@@ -94,6 +95,7 @@ class ListwiseResult:
     stopped: adaptive.Stopped | None = None  # why runs stopped early (adaptive K or a budget); None: all K made
     cost_usd: float | None = None  # usage at the model's price (PCFJ_PRICES), set by ``Judge``; None: unpriced
     windows: WindowReport | None = None  # past one window: the design, uncertainty and stop (engine/window_runs.py)
+    jury: JuryReport | None = None  # a jury's judgment: every juror's result and the agreement (engine/jury_runs.py)
     degraded: bool = field(init=False)
 
     def __post_init__(self) -> None:

@@ -19,12 +19,13 @@ from functools import partial
 from typing import Any, Literal
 
 from pcfjudge.backends.base import JudgeCall
-from pcfjudge.backends.registry import ResolvedModel
+from pcfjudge.backends.registry import Jury, ResolvedModel
 from pcfjudge.engine.failures import JudgingFailed, judging_failed
 from pcfjudge.engine.runner import CallOutcome, CallRunner, CallSpec
 from pcfjudge.judging import apoc
 from pcfjudge.judging.cache_keys import cache_key, item_hash
 from pcfjudge.judging.estimation import EstimationCheck, check_estimation
+from pcfjudge.judging.jury import JuryReport
 from pcfjudge.judging.pairwise_prompts import VERDICTS, pairwise_version, render_keyed, render_pairwise
 from pcfjudge.judging.parse import OutputError, load_json_object
 from pcfjudge.judging.prompts import DEFAULT_STYLE, Prompt, PromptStyle, new_nonce
@@ -44,7 +45,7 @@ class PairwiseTask:
     oracle_best: Literal["A", "B"] | None = None  # sim:oracle only: the truly better response
     sample: int = 0
     cache_mode: CacheMode = "use"
-    model: ResolvedModel | str | None = None  # resolved by a front door, or provider:model (None: the default)
+    model: ResolvedModel | Jury | str | None = None  # resolved by a front door (a model or a jury), or provider:model
     style: PromptStyle = DEFAULT_STYLE  # prompt family and rationales (front doors take it from ``Judge.style``)
 
 
@@ -74,6 +75,7 @@ class PassRecord:
     latency_ms: float = 0.0
     usage: Usage = field(default_factory=Usage)
     error: str | None = None
+    model: str | None = None  # a jury's pass: the juror that made it
 
 
 @dataclass(slots=True)
@@ -88,6 +90,8 @@ class PairwiseResult:
     usage: Usage
     style: PromptStyle = DEFAULT_STYLE
     cost_usd: float | None = None  # usage at the model's price (PCFJ_PRICES), set by ``Judge``; None: unpriced
+    jury: JuryReport | None = None  # a jury's judgment: every juror's decision and the agreement (engine/jury_runs.py)
+    pooled_preference_a: float | None = None  # a jury's: Σ ω_j preference_a_j
 
     @property
     def prompt_versions(self) -> dict[str, str]:
@@ -100,6 +104,8 @@ class PairwiseResult:
 
     @property
     def preference_a(self) -> float | None:
+        if self.jury is not None:
+            return self.pooled_preference_a
         return apoc.preference_a(p.verdict for p in self.passes if p.verdict is not None)
 
     @property

@@ -53,6 +53,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from pcfjudge.judging import consensus as cons
+from pcfjudge.judging import jury
 from pcfjudge.judging.run_records import RunJudgments
 
 StopRule = Literal["certified", "confident"]
@@ -75,12 +76,25 @@ class Progress:
     span: float
     consensus: cons.Consensus | None
     runs: tuple[tuple[RunJudgments, ...], ...]
+    shares: tuple[float, ...] | None = None  # a jury's weights, one per execution (juror); None: equal
+
+    def mean(self, values: Sequence[tuple[int, float]]) -> float:
+        """The mean of (execution, value) pairs: plain, or weighted by ``shares`` (renormalised over them)."""
+        if self.shares is None:
+            return sum(v for _, v in values) / len(values)
+        total = sum(self.shares[e] for e, _ in values)
+        return sum(self.shares[e] * v for e, v in values) / total if total > 0 else 0.0
 
 
 def progress(
-    ids: Sequence[str], runs: Sequence[Sequence[RunJudgments]], left: Sequence[int], weights: cons.Weights
+    ids: Sequence[str],
+    runs: Sequence[Sequence[RunJudgments]],
+    left: Sequence[int],
+    weights: cons.Weights,
+    shares: Sequence[float] | None = None,
 ) -> Progress:
-    """The state after ``runs`` (successful runs per execution) with ``left`` runs still to make per execution."""
+    """The state after ``runs`` (successful runs per execution) with ``left`` runs still to make per execution;
+    ``shares``: a jury's juror weights (executions are jurors, pooled by ``jury.pool_listwise``)."""
     if len(runs) != len(left):
         raise ValueError("runs and left must have one entry per execution")
     sums = []
@@ -88,7 +102,11 @@ def progress(
         stats = cons.execution_stats(ids, done, weights) if done else {}
         sums.append({cid: stats[cid][0] * len(done) if done else 0.0 for cid in ids})
     span = 100.0 * (weights.score + weights.borda + weights.top_vote + weights.uncertainty)
-    consensus = cons.aggregate(ids, runs, weights) if any(runs) else None
+    if shares is None:
+        consensus = cons.aggregate(ids, runs, weights) if any(runs) else None
+    else:
+        delivered = [(cons.aggregate(ids, [done], weights), shares[e]) for e, done in enumerate(runs) if done]
+        consensus = jury.pool_listwise(ids, *zip(*delivered, strict=True)) if delivered else None
     return Progress(
         tuple(ids),
         tuple(sums),
@@ -97,6 +115,7 @@ def progress(
         span,
         consensus,
         tuple(tuple(d) for d in runs),
+        tuple(shares) if shares is not None else None,
     )
 
 
@@ -106,19 +125,20 @@ def difference_range(p: Progress, x: str, y: str, after: int | None = None) -> t
     ``after``: first assume the runs left beyond ``after`` per execution all succeed in x's favour (+B each), so the
     low end is the best case for x of stopping once only ``after`` runs are left (the lookahead's bound).
     """
-    lows, highs = [], []
-    for sums, k, m in zip(p.sums, p.ok, p.left, strict=True):
+    lows: list[tuple[int, float]] = []
+    highs: list[tuple[int, float]] = []
+    for e, (sums, k, m) in enumerate(zip(p.sums, p.ok, p.left, strict=True)):
         gained = 0 if after is None else max(0, m - after)
         s, k, m = sums[x] - sums[y] + p.span * gained, k + gained, m - gained
         if k == 0 and m > 0:
             return None
         if k + m == 0:
             continue
-        lows.append((s - p.span * m) / (k + m))
-        highs.append((s + p.span * m) / (k + m))
+        lows.append((e, (s - p.span * m) / (k + m)))
+        highs.append((e, (s + p.span * m) / (k + m)))
     if not lows:
         return None
-    return sum(lows) / len(lows), sum(highs) / len(highs)
+    return p.mean(lows), p.mean(highs)
 
 
 def certified(p: Progress) -> bool:
@@ -154,12 +174,12 @@ def could_certify(p: Progress, after: int) -> bool:
     costing a single call: every candidate but the winner must be beatable in the best case, unless a tie could be
     certified at all (mean_e 2B·m_e/(k_e + m_e) ≤ 1, with the runs in between successful).
     """
-    shares = []
-    for k, m in zip(p.ok, p.left, strict=True):
+    widths: list[tuple[int, float]] = []
+    for e, (k, m) in enumerate(zip(p.ok, p.left, strict=True)):
         kept = min(m, after)
         if k + m:
-            shares.append(2 * p.span * kept / (k + m))
-    if shares and sum(shares) / len(shares) <= 2 * TOL:
+            widths.append((e, 2 * p.span * kept / (k + m)))
+    if widths and p.mean(widths) <= 2 * TOL:
         return True
     beatable = sum(_always_beaten(p, loser, after) for loser in p.ids)
     return beatable >= len(p.ids) - 1

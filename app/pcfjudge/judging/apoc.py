@@ -38,6 +38,7 @@ Basis = Literal[
     "keyed_failed",
     "direct_only",
     "swapped_only",
+    "jury",  # a jury's weighted vote of its jurors' decisions (judging/jury.py)
 ]
 
 LABELS: dict[Verdict, Label] = {"A": "A>B", "B": "B>A", "tie": "A=B"}

@@ -45,3 +45,4 @@ class RunRecord:
     cached: bool = False
     latency_ms: float = 0.0
     usage: Usage = field(default_factory=Usage)
+    model: str | None = None  # a jury's run: the juror that made it

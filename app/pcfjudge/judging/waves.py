@@ -61,7 +61,8 @@ class BudgetError(ValueError):
 class Waves:
     """The runs of ``executions`` × ``k`` in schedule order, handed out wave by wave (see the module docstring).
 
-    ``price`` (needed for ``max_cost_usd``), ``prompt_chars`` and ``max_output_tokens`` price the calls.
+    ``price`` (needed for ``max_cost_usd``), ``prompt_chars`` and ``max_output_tokens`` price the calls; a jury's
+    executions are its jurors, pooled with ``shares`` (their weights).
     """
 
     def __init__(
@@ -76,8 +77,9 @@ class Waves:
         price: Price | None = None,
         prompt_chars: int = 0,
         max_output_tokens: int = 0,
+        shares: Sequence[float] | None = None,
     ) -> None:
-        self.ids, self.k, self.weights, self.auto = list(ids), k, weights, auto
+        self.ids, self.k, self.weights, self.auto, self.shares = list(ids), k, weights, auto, shares
         self.budget = budget or Budget()
         if self.budget.max_cost_usd is not None and price is None:
             raise BudgetError("max_cost_usd", "the model has no price; set PCFJ_PRICES to use a cost budget")
@@ -134,7 +136,7 @@ class Waves:
             result = self.results.get((e, i))
             if result is not None:
                 runs[e].append(result)
-        return adaptive.progress(self.ids, runs, [self.k - m for m in made], self.weights)
+        return adaptive.progress(self.ids, runs, [self.k - m for m in made], self.weights, self.shares)
 
     def _wanted(self) -> int:
         """How many runs the next wave should make before budgets (0: stop, ``stopped`` set)."""

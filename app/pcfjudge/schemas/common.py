@@ -4,7 +4,7 @@ the error body (contract v1: field names are fixed, fields may be added)."""
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
@@ -86,3 +86,51 @@ class ErrorResponse(BaseModel):
     detail: str = Field(description="What went wrong and how to fix it.")
     errors: list[dict[str, str]] | None = None
     request_id: str | None = None
+
+
+MODEL_OR_JURY = (
+    "provider:model (e.g. sim:default or openai:gpt-5.4); or a jury: a PCFJ_JURIES name or a list of models "
+    "(docs/juries.md)."
+)
+
+
+class JurorOut(BaseModel):
+    """One juror of a jury: its own result and how it sits with the jury's (docs/juries.md)."""
+
+    model: str
+    weight: float = Field(description="Its share of the jury's vote (equal, or from calibration).")
+    delivered: bool = Field(description="False: too few of its runs succeeded; the jury answered without it.")
+    error: str | None = Field(description="Why it did not deliver.")
+    winners: list[str] | None = Field(description="Its own winners (pairwise: its APOCJudge verdict).")
+    decision: str | None = Field(default=None, description="Pairwise: the APOCJudge rule behind its verdict.")
+    scores: dict[str, float] | None = Field(default=None, description="Listwise: its own consensus per candidate.")
+    agreement: float | None = Field(
+        default=None, description="Listwise: Spearman's rho between its consensus and the jury's."
+    )
+    agrees: bool | None = Field(description="Its winners meet the jury's (pairwise: the same verdict).")
+    runs: int
+    runs_ok: int
+    backend_calls: int
+    cache_hits: int
+
+
+class JuryOut(BaseModel):
+    """A jury's judgment (the request's model named a jury or listed several models)."""
+
+    name: str
+    weights: Literal["equal", "calibrated"] = Field(
+        description="equal, or calibrated: the log-odds of each juror's measured accuracy (PCFJ_JURY_WEIGHTS)."
+    )
+    quorum: int = Field(description="Jurors that had to deliver.")
+    jurors: list[JurorOut]
+    kendalls_w: float | None = Field(
+        default=None, description="Listwise: Kendall's W of the jurors' rankings (1: identical); null for one juror."
+    )
+    fleiss_kappa: float | None = Field(
+        default=None, description="Pairwise: Fleiss' kappa of the jurors' verdicts over both orders."
+    )
+    effective_jurors: float | None = Field(
+        description="Independent jurors the jury is worth, from their measured error correlation (Kish); null "
+        "while any pair of jurors was never calibrated together."
+    )
+    degraded: bool = Field(description="Some juror did not deliver (see jurors[].error).")

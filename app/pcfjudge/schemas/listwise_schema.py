@@ -14,7 +14,7 @@ from pydantic import (
     field_validator,
 )
 
-from pcfjudge.schemas.common import MAX_CANDIDATES, MAX_ITEMS, RunTokens, Strict, Text, UsageOut
+from pcfjudge.schemas.common import MAX_CANDIDATES, MAX_ITEMS, MODEL_OR_JURY, JuryOut, RunTokens, Strict, Text, UsageOut
 from pcfjudge.types import MAX_K
 
 
@@ -77,7 +77,7 @@ class ListwiseRequest(Strict):
         "score_top) or {score, borda, top_vote, uncertainty}: non-negative, summing to 1.",
     )
     executions: int = Field(default=1, ge=1, le=5, description="Independent executions; consensus is averaged.")
-    model: str | None = Field(default=None, description="provider:model, e.g. sim:default or openai:gpt-5.4.")
+    model: str | list[str] | None = Field(default=None, description=MODEL_OR_JURY)
     seed: int = Field(default=0, ge=0, description="Selects the (deterministic) permutation schedule.")
     include_runs: bool = True
     rationales: bool | None = Field(
@@ -163,6 +163,7 @@ class RunOut(RunTokens):
     cached: bool
     latency_ms: float
     error: str | None
+    model: str | None = Field(default=None, description="A jury's run: the juror that made it; else null.")
 
 
 class Diagnostics(BaseModel):
@@ -198,3 +199,4 @@ class ListwiseResponse(BaseModel):
     diagnostics: Diagnostics
     usage: UsageOut
     degraded: bool
+    jury: JuryOut | None = Field(default=None, description="A jury's judgment: each juror's result and agreement.")

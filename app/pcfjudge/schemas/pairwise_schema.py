@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from pcfjudge.schemas.common import RunTokens, Strict, Text, UsageOut
+from pcfjudge.schemas.common import MODEL_OR_JURY, JuryOut, RunTokens, Strict, Text, UsageOut
 
 Verdict = Literal["A", "B", "tie"]
 
@@ -15,7 +15,7 @@ class PairwiseRequest(Strict):
     question: Text = Field(description="The prompt both responses answer.")
     response_a: Text = Field(description="The first response (untrusted text); 'A' in every verdict.")
     response_b: Text = Field(description="The second response (untrusted text); 'B' in every verdict.")
-    model: str | None = Field(default=None, description="provider:model, e.g. sim:default or openai:gpt-5.4.")
+    model: str | list[str] | None = Field(default=None, description=MODEL_OR_JURY)
     keyed: bool = Field(default=True, description="Run the keyed confirmation pass when the two orders disagree.")
     estimation: bool | None = Field(
         default=None,
@@ -63,6 +63,7 @@ class PassOut(RunTokens):
     cached: bool
     latency_ms: float
     error: str | None
+    model: str | None = Field(default=None, description="A jury's pass: the juror that made it; else null.")
 
 
 class PairwiseResponse(BaseModel):
@@ -85,3 +86,4 @@ class PairwiseResponse(BaseModel):
     runs: list[PassOut] | None
     usage: UsageOut
     degraded: bool
+    jury: JuryOut | None = Field(default=None, description="A jury's judgment: each juror's verdict and agreement.")

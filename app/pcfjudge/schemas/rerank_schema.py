@@ -30,7 +30,9 @@ class RerankOptions(Strict):
     """``"pcfjudge": {...}``: how the documents are judged, and whether to return the full consensus detail."""
 
     model: str | None = Field(
-        default=None, description="provider:model of the judge (e.g. sim:default); default: the server's."
+        default=None,
+        description="provider:model of the judge (e.g. sim:default), a PCFJ_JURIES name or comma-separated models "
+        "(a jury); default: the server's.",
     )
     k: int | None = Field(default=None, ge=1, le=MAX_K, description="Permutations per execution; default 7.")
     executions: int = Field(default=1, ge=1, le=5, description="Independent executions; consensus is averaged.")
@@ -99,7 +101,8 @@ class RelevantSpans(Strict):
 class CohereRerankRequest(Strict):
     model: str | None = Field(
         default=None,
-        description="A judge of ours (provider:model, e.g. sim:default) or any other name (e.g. rerank-v3.5), "
+        description="A judge of ours (provider:model, e.g. sim:default; a PCFJ_JURIES name or comma-separated "
+        "models: a jury) or any other name (e.g. rerank-v3.5), "
         "which means the server's default judge.",
     )
     query: Text = Field(description="The question the documents answer (the judging prompt).")

@@ -8,7 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 from pydantic.config import JsonDict
 
-from pcfjudge.schemas.common import MAX_TEXT_CHARS, Strict, Text
+from pcfjudge.schemas.common import MAX_TEXT_CHARS, MODEL_OR_JURY, Strict, Text
 from pcfjudge.types import MAX_K
 
 RewardMode = Literal["consensus", "borda", "win"]
@@ -25,7 +25,7 @@ _REWARD_HELP = (
 class RewardOptions(Strict):
     """Judging and grouping options (also accepted as query parameters by the adapters)."""
 
-    model: str | None = Field(default=None, description="provider:model, e.g. sim:default or openai:gpt-5.4.")
+    model: str | list[str] | None = Field(default=None, description=MODEL_OR_JURY)
     k: int | None = Field(
         default=None,
         ge=1,

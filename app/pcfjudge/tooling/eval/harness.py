@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import httpx
 
-from pcfjudge.backends.registry import ResolvedModel
+from pcfjudge.backends.registry import Jury, ResolvedModel
 from pcfjudge.engine.failures import JudgingFailed
 from pcfjudge.engine.listwise_runs import ListwiseTask, RunPlan, plan_runs
 from pcfjudge.engine.pairwise_passes import PairwiseTask, PassName, PlannedPass, plan_passes
@@ -54,8 +54,8 @@ class Planner(Protocol):
     def plan_pairwise(self, task: PairwiseTask) -> dict[PassName, PlannedPass]: ...
 
 
-def _named(model: ResolvedModel | str | None) -> str:
-    return model.string if isinstance(model, ResolvedModel) else model or ""
+def _named(model: ResolvedModel | Jury | str | None) -> str:
+    return model.string if isinstance(model, ResolvedModel | Jury) else model or ""
 
 
 class ServicePlanner:
