@@ -25,7 +25,7 @@ def resolve_model(judge: Judge, model: str | list[str] | None, oracle_best: str 
         resolved = judge.resolve(model)
     except ModelError as exc:
         juries = ", ".join(judge.settings.juries)
-        hint = f" (juries on this server: {juries})" if juries and "jur" in str(exc) else ""
+        hint = f"; or a jury: a list of models, or one of this server's PCFJ_JURIES: {juries}" if juries else ""
         raise client_error("model", f"{exc}{hint}") from None
     jurors = resolved.jurors if isinstance(resolved, Jury) else (resolved,)
     if oracle_best is not None and all(m.string != "sim:oracle" for m in jurors):
