@@ -3,20 +3,29 @@ benches and every other front door judge through its ``judge`` (one code path)."
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
 from pcfjudge.backends.registry import Registry
 from pcfjudge.cache.build import build_cache
 from pcfjudge.cache.interface import Cache
 from pcfjudge.cache.redis_cache import RedisCache
+from pcfjudge.cache.reliability_store import Refresher, ReliabilityStore, open_store
 from pcfjudge.engine.judge import Judge
 from pcfjudge.engine.runner import Runner
+from pcfjudge.judging.drift import MEASURES
+from pcfjudge.judging.reliability import Book, Reliability
 from pcfjudge.reward.rewards import Rewards
 from pcfjudge.security.api_keys import KeyRing
 from pcfjudge.security.guard import Guard
 from pcfjudge.security.limiter import Limiter, MemoryLimiter, RedisLimiter
 from pcfjudge.settings import Settings
+from pcfjudge.telemetry import metrics as gauges
 from pcfjudge.telemetry.metrics import Metrics
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -30,6 +39,8 @@ class Services:
     keys: KeyRing
     limiter: Limiter
     rewards: Rewards  # RL reward groups (collected across requests; across replicas with Redis)
+    reliability: Book = field(default_factory=Book)  # calibration records (pcfjudge calibrate), kept fresh by:
+    calibration: Refresher | None = None  # started with the app (``start``), reloading from the store
 
     @classmethod
     def build(cls, settings: Settings) -> Services:
@@ -47,7 +58,10 @@ class Services:
         shared = getattr(cache, "shared", None)
         limiter: Limiter = RedisLimiter(shared) if isinstance(shared, RedisCache) else MemoryLimiter()
         guard = Guard(settings, limiter)
-        judge = Judge(settings, registry, runner, settings.request_timeout_s, guard)
+        book = Book()
+        judge = Judge(settings, registry, runner, settings.request_timeout_s, guard, reliability=book)
+        store: ReliabilityStore = open_store(settings)  # Redis with PCFJ_REDIS_URL, else the calibration file
+        refresher = Refresher(store, lambda rows: load_reliability(book, rows), settings.calibration_refresh_s)
         return cls(
             settings=settings,
             registry=registry,
@@ -58,10 +72,19 @@ class Services:
             keys=KeyRing.from_settings(settings),
             limiter=limiter,
             rewards=Rewards.build(settings, judge),
+            reliability=book,
+            calibration=refresher,
         )
 
+    async def start(self) -> None:
+        """Load the calibration records, then reload them every PCFJ_CALIBRATION_REFRESH_S (the app's lifespan)."""
+        if self.calibration is not None:
+            await self.calibration.start()
+
     async def aclose(self) -> None:
-        """Close the reward collectors, runner, backends and cache, in that order."""
+        """Stop the calibration reloads; close the reward collectors, runner, backends and cache, in that order."""
+        if self.calibration is not None:
+            await self.calibration.aclose()
         await self.rewards.aclose()
         await self.runner.aclose()
         await self.registry.aclose()
@@ -77,4 +100,25 @@ def known_models(settings: Settings) -> list[str]:
         f"openai:{settings.openai_default_model}",
         f"anthropic:{settings.anthropic_default_model}",
         *settings.metrics_models,
+        *(juror for jurors in settings.juries.values() for juror in jurors),
     ]
+
+
+def load_reliability(book: Book, rows: list[dict[str, Any]]) -> None:
+    """Put the stored records in ``book`` (a malformed one is skipped, and logged) and set the calibration gauges."""
+    records = []
+    for row in rows:
+        try:
+            records.append(Reliability.from_dict(row))
+        except (TypeError, ValueError, KeyError) as exc:
+            log.warning("skipping a malformed calibration record (%s: %s)", type(exc).__name__, exc)
+    book.replace(records)
+    gauges.judge_reliability(
+        (r.model, r.prompt_version, r.accuracy, r.order_consistency, r.first_position_win_rate, _drift(r))
+        for r in book.records.values()
+    )
+
+
+def _drift(record: Reliability) -> Mapping[str, tuple[bool, float | None]]:
+    shifts = {s.measure: (s.drift, s.p_value) for s in record.drift}
+    return {m: shifts.get(m, (False, None)) for m in MEASURES}

@@ -4,6 +4,7 @@ import that loads no server, cache or provider SDK."""
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 
@@ -72,6 +73,30 @@ def test_the_typed_client_past_one_window(serve_url: str) -> None:
     assert detail.diagnostics.windows is not None and detail.diagnostics.windows.windows_per_round == 7
     assert len(rewarded.rewards) == 64 and all(r is not None for r in rewarded.rewards)
     assert {(s.group_size, s.candidates, s.k) for s in rewarded.samples} == {(64, 64, 4)}
+
+
+def test_the_typed_client_with_a_jury(serve_url: str) -> None:
+    """Issue 31 through the typed client (sync and async): a list of models is a jury at every door; the jury's
+    report parses into the response models."""
+    jurors = ["sim:default", "sim:oracle"]
+    with pcfjudge.Client(serve_url) as judge:
+        listwise = judge.listwise(QUESTION, CANDIDATES, k=3, model=jurors, include_runs=False)
+        pairwise = judge.pairwise(QUESTION, CANDIDATES[0], CANDIDATES[1], model=jurors)
+        reranked = judge.rerank(QUESTION, CANDIDATES, model=jurors, include_runs=False)
+        rewarded = judge.reward([{"prompt": QUESTION, "response": text} for text in CANDIDATES], model=jurors, k=3)
+
+    async def pairwise_async() -> PairwiseResponse:
+        async with pcfjudge.AsyncClient(serve_url) as judge:
+            return await judge.pairwise(QUESTION, CANDIDATES[0], CANDIDATES[1], model=jurors)
+
+    again = asyncio.run(pairwise_async())
+    assert listwise.jury is not None and [j.model for j in listwise.jury.jurors] == jurors
+    assert listwise.model == "sim:default,sim:oracle" and listwise.jury.kendalls_w is not None
+    assert pairwise.jury is not None and pairwise.decision == "jury" and pairwise.jury.fleiss_kappa is not None
+    assert reranked.model == "sim:default,sim:oracle" and reranked.pcfjudge is not None
+    assert reranked.pcfjudge.jury is not None and all(j.delivered for j in reranked.pcfjudge.jury.jurors)
+    assert len(rewarded.rewards) == 3 and all(r is not None for r in rewarded.rewards)
+    assert again.jury is not None and again.usage.backend_calls == 0 and again.winner == pairwise.winner
 
 
 @pytest.mark.slow

@@ -60,10 +60,12 @@ def rerank_payload(
     documents: Sequence[Document],
     top_n: int | None,
     return_documents: bool | None,
-    model: str | None,
+    model: str | Sequence[str] | None,
     options: Mapping[str, Any],
 ) -> dict[str, Any]:
-    """Cohere-shape body; ``options`` (k, seed, include_runs, …) go into the ``pcfjudge`` extension."""
+    """Cohere-shape body; ``options`` (k, seed, include_runs, …) go into the ``pcfjudge`` extension. A jury as a
+    list of models is sent as Cohere's one model string, the models joined by commas."""
+    model = model if model is None or isinstance(model, str) else ",".join(model)
     docs = [dict(d) if isinstance(d, Mapping) else d for d in documents]
     fields = {"query": query, "documents": docs, "top_n": top_n, "return_documents": return_documents, "model": model}
     return payload(CohereRerankRequest, fields | ({"pcfjudge": dict(options)} if options else {}))
@@ -131,7 +133,7 @@ class Client:
         *,
         top_n: int | None = None,
         return_documents: bool | None = None,
-        model: str | None = None,
+        model: str | Sequence[str] | None = None,
         **options: Any,
     ) -> RerankResponse:
         """``POST /v2/rerank``; ``options`` (k, seed, include_runs, …) also return the full consensus as ``.pcfjudge``."""
@@ -193,7 +195,7 @@ class AsyncClient:
         *,
         top_n: int | None = None,
         return_documents: bool | None = None,
-        model: str | None = None,
+        model: str | Sequence[str] | None = None,
         **options: Any,
     ) -> RerankResponse:
         body = rerank_payload(query, documents, top_n, return_documents, model, options)

@@ -11,15 +11,29 @@ from pcfjudge.engine.failures import JudgingFailed
 from pcfjudge.engine.listwise_runs import ListwiseResult
 from pcfjudge.engine.pairwise_passes import PairwiseResult
 from pcfjudge.judging.consensus import top_set
+from pcfjudge.judging.jury import JuryReport
 from pcfjudge.telemetry import metrics as m
 from pcfjudge.telemetry.metrics import Metrics
 
 R = TypeVar("R")
 
 
+def record_jury(report: JuryReport | None, metrics: Metrics, model: str, cost_usd: float | None) -> None:
+    """The cost by model (a jury's by juror), each juror's outcome and the jury's agreement."""
+    if report is None:
+        metrics.cost(model, cost_usd)
+        return
+    stats = {"kendalls_w": report.kendalls_w, "fleiss_kappa": report.fleiss_kappa}
+    m.jury(
+        metrics,
+        ((j.model, j.delivered, j.cost_usd) for j in report.jurors),
+        {k: v for k, v in stats.items() if v is not None},
+    )
+
+
 def record_listwise(result: ListwiseResult, metrics: Metrics) -> None:
     """Position bias, overturns, agreement, margin and cost of one listwise decision."""
-    metrics.cost(result.model, result.cost_usd)
+    record_jury(result.jury, metrics, result.model, result.cost_usd)
     endpoint = "/judge/listwise"
     m.child(m.DECISIONS, endpoint, result.mode).inc()
     if result.degraded:
@@ -37,6 +51,8 @@ def record_listwise(result: ListwiseResult, metrics: Metrics) -> None:
         for cid in tops:
             position = run.order.index(cid)
             picks[position] = picks.get(position, 0.0) + 1 / len(tops)
+            if run.model is not None:
+                m.juror_top_pick(metrics, run.model, position, 1 / len(tops))
     for position, share in picks.items():
         m.child(m.TOP_PICKS, endpoint, str(position)).inc(share)
     if result.mode != "consensus":
@@ -51,7 +67,7 @@ def record_listwise(result: ListwiseResult, metrics: Metrics) -> None:
 
 def record_pairwise(result: PairwiseResult, metrics: Metrics) -> None:
     """Order consistency, keyed passes, overrides and cost of one pairwise decision."""
-    metrics.cost(result.model, result.cost_usd)
+    record_jury(result.jury, metrics, result.model, result.cost_usd)
     endpoint = "/judge/pairwise"
     m.DECISIONS.labels(endpoint, "apoc").inc()
     if result.degraded:
@@ -59,6 +75,8 @@ def record_pairwise(result: PairwiseResult, metrics: Metrics) -> None:
     for p in result.passes:
         if p.name != "keyed" and p.raw_verdict in ("A", "B"):
             m.TOP_PICKS.labels(endpoint, "0" if p.raw_verdict == "A" else "1").inc()
+            if p.model is not None:
+                m.juror_top_pick(metrics, p.model, 0 if p.raw_verdict == "A" else 1)
     decision, plan = result.decision, result.keyed_plan
     if decision.order_consistent is False:
         m.PAIR_INCONSISTENT.inc()

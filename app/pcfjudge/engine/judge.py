@@ -273,6 +273,9 @@ class Judge:
                 self.guard.check_model(juror.string)
         result = await self._spend(jury.jurors[0].string, None, calls, texts, field, judge, window=window)
         costs = [_juror_usage(result, m.string).cost_usd(p) for m, p in zip(jury.jurors, prices, strict=True)]
+        report = getattr(result, "jury", None)
+        for juror, cost in zip(report.jurors if report is not None else (), costs, strict=False):
+            juror.cost_usd = cost
         result.cost_usd = round(sum(c for c in costs if c is not None), 6) if None not in costs else None
         return result
 

@@ -51,6 +51,7 @@ class JurorReport:
     runs_ok: int = 0
     runs: int = 0
     first_position_wins: int = 0  # listwise: successful runs whose top choice was shown first
+    cost_usd: float | None = None  # its runs' usage at its price (None: unpriced)
 
 
 @dataclass(slots=True)

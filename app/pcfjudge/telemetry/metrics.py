@@ -8,8 +8,9 @@ worker's start removes the files of workers that have died.
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -66,6 +67,22 @@ TOP_PICKS = Counter(
     "Runs' top picks by displayed position (0 = shown first); an unbiased judge is flat across positions",
     ["endpoint", "position"],
 )
+JUROR_TOP_PICKS = Counter(
+    "pcfjudge_juror_top_pick_position_total",
+    "A jury's runs' top picks by juror and displayed position (0 = shown first): each juror's position bias",
+    ["model", "position"],
+)
+JUROR_OUTCOMES = Counter(
+    "pcfjudge_juror_judgments_total",
+    "Jurors' judgments within juries by outcome (delivered, failed: the jury answered without it or failed)",
+    ["model", "outcome"],
+)
+JURY_AGREEMENT = Histogram(
+    "pcfjudge_jury_agreement",
+    "A jury's agreement: Kendall's W of its jurors' rankings (listwise) or Fleiss' kappa of their verdicts (pairwise)",
+    ["statistic"],
+    buckets=(-0.5, 0.0, 0.2, 0.4, 0.6, 0.8, 0.9, 1.0),
+)
 DECISIONS = Counter("pcfjudge_decisions_total", "Judging decisions by endpoint and mode", ["endpoint", "mode"])
 OVERTURNS = Counter(
     "pcfjudge_consensus_overturns_total",
@@ -111,6 +128,40 @@ BUILD = Gauge(
     ["version", "listwise_prompt", "pairwise_prompt", "keyed_prompt"],
     multiprocess_mode="max",
 )
+JUDGE_LABELS = ["model", "prompt_version"]
+JUDGE_ACCURACY = Gauge(
+    "pcfjudge_judge_accuracy",
+    "Calibration: share of the pinned slice's items whose consensus winner was the gold answer (pcfjudge calibrate)",
+    JUDGE_LABELS,
+    multiprocess_mode="livemostrecent",
+)
+JUDGE_ORDER_CONSISTENCY = Gauge(
+    "pcfjudge_judge_order_consistency",
+    "Calibration: share of items whose K runs all put the same top set first",
+    JUDGE_LABELS,
+    multiprocess_mode="livemostrecent",
+)
+JUDGE_FIRST_POSITION = Gauge(
+    "pcfjudge_judge_first_position_win_rate",
+    "Calibration: share of successful runs whose top choice was the candidate shown first",
+    JUDGE_LABELS,
+    multiprocess_mode="livemostrecent",
+)
+JUDGE_DRIFT = Gauge(
+    "pcfjudge_judge_drift",
+    "Calibration drift against the slice's baseline: 1 when the measure's shift is significant and past the threshold",
+    [*JUDGE_LABELS, "measure"],
+    multiprocess_mode="livemostrecent",
+)
+JUDGE_DRIFT_P = Gauge(
+    "pcfjudge_judge_drift_p_value",
+    "Calibration drift: the p-value of the measure's test against the baseline (McNemar, two-proportion z)",
+    [*JUDGE_LABELS, "measure"],
+    multiprocess_mode="livemostrecent",
+)
+JudgeRow = tuple[str, str, float, float, float, Mapping[str, tuple[bool, float | None]]]
+"""(model, prompt version, accuracy, order consistency, first-position win rate, measure → (drift, p-value))."""
+_JUDGE_SHOWN: set[tuple[str, str]] = set()
 
 _BREAKER_VALUES = {"closed": 0.0, "half_open": 0.5, "open": 1.0}
 M = TypeVar("M", Counter, Gauge, Histogram)
@@ -170,8 +221,49 @@ class Metrics:
             child(COST, model.partition(":")[0], self.model_label(model)).inc(usd)
 
 
+def jury(metrics: Metrics, jurors: Iterable[tuple[str, bool, float | None]], agreement: Mapping[str, float]) -> None:
+    """Each juror's (model, delivered, cost) and the jury's agreement statistics (kendalls_w, fleiss_kappa)."""
+    for model, delivered, usd in jurors:
+        child(JUROR_OUTCOMES, metrics.model_label(model), "delivered" if delivered else "failed").inc()
+        metrics.cost(model, usd)
+    for statistic, value in agreement.items():
+        child(JURY_AGREEMENT, statistic).observe(value)
+
+
+def juror_top_pick(metrics: Metrics, model: str, position: int, share: float = 1.0) -> None:
+    child(JUROR_TOP_PICKS, metrics.model_label(model), str(position)).inc(share)
+
+
 def build_info(listwise: str, pairwise: str, keyed: str) -> None:
     BUILD.labels(__version__, listwise, pairwise, keyed).set(1)
+
+
+def judge_reliability(rows: Iterable[JudgeRow]) -> None:
+    """Set the calibration gauges to these records (the latest per model and prompt version); series of records no
+    longer loaded are removed. Labels are bounded by what the operator calibrates."""
+    shown: set[tuple[str, str]] = set()
+    for model, version, accuracy, consistency, first_position, drift in rows:
+        shown.add((model, version))
+        JUDGE_ACCURACY.labels(model, version).set(accuracy)
+        JUDGE_ORDER_CONSISTENCY.labels(model, version).set(consistency)
+        JUDGE_FIRST_POSITION.labels(model, version).set(first_position)
+        for measure, (drifted, p_value) in drift.items():
+            JUDGE_DRIFT.labels(model, version, measure).set(1.0 if drifted else 0.0)
+            if p_value is not None:
+                JUDGE_DRIFT_P.labels(model, version, measure).set(p_value)
+            else:
+                with contextlib.suppress(KeyError):
+                    JUDGE_DRIFT_P.remove(model, version, measure)
+    for model, version in _JUDGE_SHOWN - shown:
+        for gauge in (JUDGE_ACCURACY, JUDGE_ORDER_CONSISTENCY, JUDGE_FIRST_POSITION):
+            with contextlib.suppress(KeyError):
+                gauge.remove(model, version)
+        for gauge in (JUDGE_DRIFT, JUDGE_DRIFT_P):
+            for measure in ("accuracy", "first_position_win_rate"):
+                with contextlib.suppress(KeyError):
+                    gauge.remove(model, version, measure)
+    _JUDGE_SHOWN.clear()
+    _JUDGE_SHOWN.update(shown)
 
 
 def multiprocess_dir() -> Path | None:
