@@ -73,3 +73,16 @@ def test_a_closed_pipe_ends_the_command_quietly(tmp_path: Path) -> None:
         assert proc.wait(timeout=120) == 141, stderr
     assert json.loads(first)["model"] == "sim:default"
     assert "Traceback" not in stderr and "BrokenPipeError" not in stderr, stderr
+
+
+def test_a_jury_prints_a_line_per_juror_and_the_jurys_agreement(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["judge", QUESTION, *ANSWERS, "--model", "sim:default,sim:oracle", "--oracle-best", "0", "--k", "3"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "· sim:default,sim:oracle · K=3 ·" in out and "12 calls" not in out
+    oracle = next(line for line in out.splitlines() if line.startswith("  juror sim:oracle"))
+    assert "(weight 0.50): winner [0]" in oracle
+    assert "  jury sim:default,sim:oracle: Kendall's W " in out and "equal weights" in out
+    assert main([*argv, "--json"]) == 0
+    data = json.loads(capsys.readouterr().out.splitlines()[0])
+    assert [j["model"] for j in data["jury"]["jurors"]] == ["sim:default", "sim:oracle"]

@@ -58,7 +58,11 @@ def add_judge_command(sub: Any) -> None:
     judge.add_argument("--file", type=Path, help='JSON lines, one {"question", "candidates"} per line')
     judge.add_argument("--url", help="a running service to call (default: judge in this process)")
     judge.add_argument("--api-key", help="API key for --url (default: PCFJ_API_KEY)")
-    judge.add_argument("--model", help="provider:model, e.g. sim:default or openai:gpt-5.4 (default: the server's)")
+    judge.add_argument(
+        "--model",
+        help="provider:model, e.g. sim:default or openai:gpt-5.4 (default: the server's); a jury: a PCFJ_JURIES name "
+        "or models separated by commas",
+    )
     judge.add_argument(
         "--k", type=_k, help=f"permutations per item, 1..{MAX_K}, or as /judge/listwise accepts (default: the server's)"
     )

@@ -1,5 +1,5 @@
 """A ``ListwiseResponse`` as a table people read in a terminal (``pcfjudge judge``): candidates best first, the
-winner marked, and a footer with the model, K, agreement and calls."""
+winner marked, and a footer with the model, K, agreement and calls (a jury's: a line per juror)."""
 
 from __future__ import annotations
 
@@ -78,4 +78,25 @@ def render(response: ListwiseResponse, question: str, texts: dict[str, str]) -> 
         f" · {u.backend_calls} calls, {u.cache_hits} cached"
         f"{' · order-sensitive' if d.order_sensitive else ''}{' · DEGRADED: some runs failed' if response.degraded else ''}"
     )
-    return f"Q: {shorten(question, 100)}\n{grid([HEADERS, *rows(response, texts)])}\n{summary}"
+    return f"Q: {shorten(question, 100)}\n{grid([HEADERS, *rows(response, texts)])}\n{summary}{jury_lines(response)}"
+
+
+def jury_lines(response: ListwiseResponse) -> str:
+    """A jury's judgment: one line per juror (its winners, weight, agreement with the jury), then the jury's."""
+    jury = response.jury
+    if jury is None:
+        return ""
+    lines = []
+    for j in jury.jurors:
+        if not j.delivered:
+            lines.append(f"  juror {j.model}: did not deliver ({j.error})")
+            continue
+        won = ", ".join(f"[{w}]" for w in j.winners or [])
+        rho = f", rho {j.agreement:.2f}" if j.agreement is not None else ""
+        lines.append(
+            f"  juror {j.model} (weight {j.weight:.2f}): winner {won}{rho}{'' if j.agrees else ' · disagrees'}"
+        )
+    w = f"Kendall's W {jury.kendalls_w:.2f}" if jury.kendalls_w is not None else "one juror"
+    worth = f" · worth {jury.effective_jurors:.1f} independent jurors" if jury.effective_jurors is not None else ""
+    lines.append(f"  jury {jury.name}: {w}, {jury.weights} weights{worth}")
+    return "\n" + "\n".join(lines)
