@@ -119,7 +119,7 @@ async def test_a_bad_jury_is_a_422_naming_what_is_allowed(model: Any, expect: st
 
 
 async def test_a_juror_the_server_does_not_allow_is_refused_before_any_call() -> None:
-    async with app_with_services(settings(allowed_models=["sim:default"])) as (client, services):
+    async with app_with_services(settings(allowed_models=["sim:default"])) as (client, _):
         refused = await client.post("/judge/listwise", json=body(model="panel"))
         after = await client.post("/judge/listwise", json=body(model="sim:default"))
     assert refused.status_code == 422 and refused.json()["error"] == "model_not_allowed"
@@ -169,7 +169,7 @@ async def test_jurors_runs_are_shared_through_redis_across_replicas_and_juries(r
     async with app_with_services(shared) as (first, _):
         one = (await first.post("/judge/listwise", json=body(model="panel"))).json()
     async with app_with_services(shared) as (second, _):
-        other = (await second.post("/judge/listwise", json=body(model=["sim:oracle", "dead:judge", "sim:default"])))
+        other = await second.post("/judge/listwise", json=body(model=["sim:oracle", "dead:judge", "sim:default"]))
         alone = (await second.post("/judge/listwise", json=body(model="sim:default"))).json()
     assert one["usage"]["backend_calls"] == 6
     data = other.json()

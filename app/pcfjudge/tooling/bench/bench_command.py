@@ -269,6 +269,35 @@ def _add_ranking(kinds: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     ranking.set_defaults(func=_ranking)
 
 
+def _jury(args: argparse.Namespace) -> int:
+    import json
+
+    from pcfjudge.tooling.bench.jury_sim import format_report, run
+
+    rows = run(args.items, args.calibration_items, args.seed)
+    print(json.dumps([r.to_json() for r in rows], indent=2) if args.json else format_report(rows))
+    return 0
+
+
+def _add_jury(kinds: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    jury = kinds.add_parser(
+        "jury",
+        help="SIMULATION: when a weighted jury of judges beats its best juror, and how weights guard against a bad one",
+        description="A SIMULATION (no judge model is called): jurors of given accuracies whose errors correlate "
+        "through a shared hard-item factor judge pairwise items; weights are calibrated on a separate sample "
+        "(log-odds of each juror's accuracy) and the jury pools verdicts as the service does. Prints, per scenario, "
+        "the best juror's and the equal- and calibrated-weight juries' accuracies with 95% intervals, whether each "
+        "jury beats the best juror, and Kish's effective jurors from the measured error correlation. Deterministic "
+        "for a seed.",
+    )
+    arg = jury.add_argument
+    arg("--items", type=int, default=20_000, help="pairwise items judged per scenario (default 20000)")
+    arg("--calibration-items", type=int, default=500, help="separate items the weights are calibrated on (500)")
+    arg("--seed", type=int, default=0, help="seed of the simulation (default 0)")
+    arg("--json", action="store_true", help="print the rows as JSON")
+    jury.set_defaults(func=_jury)
+
+
 def _add_http(kinds: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     http = kinds.add_parser(
         "http",
@@ -322,3 +351,4 @@ def add_bench_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser])
     _add_reward(kinds)
     _add_http(kinds)
     _add_ranking(kinds)
+    _add_jury(kinds)
