@@ -18,7 +18,7 @@ import httpx
 import pytest
 from pcfjudge.tooling.fakeprovider.state import FakeConfig
 
-from tests.support.basics import SCRUBBED_ENV_PREFIXES
+from tests.support.basics import NO_CALIBRATION, SCRUBBED_ENV_PREFIXES
 from tests.support.inprocess import ClientFactory, FakeProvider, app_client, running_fake
 from tests.support.processes import serve_process
 from tests.support.redis_server import RedisServer, require_redis
@@ -26,10 +26,13 @@ from tests.support.redis_server import RedisServer, require_redis
 
 @pytest.fixture(autouse=True)
 def _no_real_provider_keys(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Tests never reach a real provider: drop any provider keys/URLs or PCFJ_ settings from the environment."""
+    """Tests never reach a real provider: drop any provider keys/URLs or PCFJ_ settings from the environment. Nor do
+    they read the developer's calibration records (``NO_CALIBRATION``; a test sets its own file)."""
     for name in list(os.environ):
         if name.startswith(SCRUBBED_ENV_PREFIXES):
             monkeypatch.delenv(name, raising=False)
+    for name, value in NO_CALIBRATION.items():
+        monkeypatch.setenv(name, value)
 
 
 @pytest.fixture

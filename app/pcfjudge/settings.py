@@ -55,6 +55,18 @@ class Settings(BaseSettings):
         default=None, gt=0, le=1, description="Share of runs that must succeed; unset: a strict majority."
     )
     max_retries: int = Field(2, ge=0, le=10, description="Our retries per backend call (SDK retries are off).")
+    deadline_inflight: Literal["finish", "cancel"] = Field(
+        "finish",
+        description="Runs still in flight at a caller's deadline (deadline_ms, Prefer: wait): finish into the cache "
+        "(the retry is served from it; they keep their backend slot until they end) or cancel.",
+    )
+    deadline_min_runs: int = Field(
+        2, ge=1, le=MAX_K, description="Successful runs an answer cut by the caller's deadline needs (else 504)."
+    )
+    min_deadline_ms: int = Field(
+        100, ge=1, description="The shortest deadline a request may give; a shorter one is refused (422)."
+    )
+
     retry_base_s: float = Field(0.5, ge=0)
     retry_max_s: float = Field(20.0, ge=0)
 

@@ -205,6 +205,31 @@ def test_scraped_labels_survive_the_operator(docs: list[Doc]) -> None:
         assert all(e.get("honorLabels") for e in one(docs, "ServiceMonitor")["spec"]["endpoints"])
 
 
+def test_the_calibration_cronjob_writes_where_the_service_reads(docs: list[Doc]) -> None:
+    """``pcfjudge calibrate`` daily, one at a time, with the service's image, ConfigMap and provider keys, and the
+    same store (PCFJ_REDIS_URL) as the pods; its own pods are not the Service's."""
+    cron = one(docs, "CronJob", "pcfjudge-calibrate")
+    assert cron["spec"]["concurrencyPolicy"] == "Forbid"
+    pod = cron["spec"]["jobTemplate"]["spec"]["template"]
+    [job] = pod["spec"]["containers"]
+    args = build_parser().parse_args(job["command"][1:])
+    assert job["command"][0] == "pcfjudge" and args.command == "calibrate" and args.yes
+    server = container(docs)
+    assert job["image"] == server["image"] and job["envFrom"] == server["envFrom"]
+    explicit = {e["name"]: e.get("value", e.get("valueFrom")) for e in job.get("env", [])}
+    assert not {n for n in explicit if n not in settings_env_names()}
+    values = config(docs) | explicit
+    assert values.get("PCFJ_REDIS_URL") == env_values(docs).get("PCFJ_REDIS_URL")
+    assert {k: values[k] for k in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")} == {
+        k: env_values(docs)[k] for k in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")
+    }
+    assert job["securityContext"]["readOnlyRootFilesystem"] and pod["spec"]["securityContext"]["runAsNonRoot"]
+    scratch = {m["mountPath"] for m in job["volumeMounts"]}
+    assert any(values["PCFJ_CALIBRATION_FILE"].startswith(path + "/") for path in scratch)
+    service = one(docs, "Service", "pcfjudge")
+    assert not service["spec"]["selector"].items() <= pod["metadata"]["labels"].items()
+
+
 def test_prometheus_rule_is_alerts_yml(docs: list[Doc]) -> None:
     rule = one(docs, "PrometheusRule")
     assert rule["spec"] == load_yaml(ROOT / "deploy" / "prometheus" / "alerts.yml")
@@ -218,7 +243,7 @@ def test_promtool_accepts_the_rendered_rules(tmp_path: Any) -> None:
     rules.write_text(yaml.safe_dump(one(render(TARGETS["prod"]), "PrometheusRule")["spec"]))
     done = subprocess.run(["promtool", "check", "rules", str(rules)], capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "SUCCESS: 6 rules found" in done.stdout
+    assert "SUCCESS: 7 rules found" in done.stdout
 
 
 def test_the_metrics_the_rules_use_exist() -> None:

@@ -35,7 +35,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.support.basics import ROOT, SCRUBBED_ENV_PREFIXES
+from tests.support.basics import NO_CALIBRATION, ROOT, SCRUBBED_ENV_PREFIXES
 from tests.support.processes import serve_process
 
 DOCS = ROOT / "docs"
@@ -95,7 +95,9 @@ def retarget(code: str, url: str) -> str:
 
 def environment(url: str) -> dict[str, str]:
     kept = {k: v for k, v in os.environ.items() if not k.startswith(SCRUBBED_ENV_PREFIXES)}
-    return kept | {"PCFJ_URL": url, "PATH": f"{BIN}{os.pathsep}{kept.get('PATH', '')}", "COLUMNS": "120"}
+    return (
+        kept | NO_CALIBRATION | {"PCFJ_URL": url, "PATH": f"{BIN}{os.pathsep}{kept.get('PATH', '')}", "COLUMNS": "120"}
+    )
 
 
 def run_curl(code: str, url: str) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -11,3 +13,8 @@ QUESTION = "In which year did the Berlin Wall fall?"
 CANDIDATES = ["1989.", "It fell in 1991, on 3 October.", "I am not sure; possibly the late 1980s."]
 # Environment variables no test may pass on: real provider keys and URLs, and the service's own settings.
 SCRUBBED_ENV_PREFIXES = ("OPENAI_", "ANTHROPIC_", "PCFJ_")
+# The calibration records every service and command the tests start read (unless a test names its own): a file that
+# does not exist, never the developer's ~/.cache/pcfjudge/calibration.json (PCFJ_CALIBRATION_FILE's default).
+NO_CALIBRATION = {
+    "PCFJ_CALIBRATION_FILE": str(Path(tempfile.gettempdir()) / f"pcfjudge-tests-{os.getpid()}" / "no-calibration.json")
+}

@@ -13,16 +13,17 @@ from pathlib import Path
 
 import httpx
 
-from tests.support.basics import ROOT, SCRUBBED_ENV_PREFIXES
+from tests.support.basics import NO_CALIBRATION, ROOT, SCRUBBED_ENV_PREFIXES
 from tests.support.waits import free_port, wait_until
 
 # ── subprocesses ─────────────────────────────────────────────────────────────────────────────────────────────────
 
 
 def clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """This process's environment without provider keys/URLs or PCFJ_ settings, plus ``extra``."""
+    """This process's environment without provider keys/URLs or PCFJ_ settings (but no calibration file of the
+    developer's: ``NO_CALIBRATION``), plus ``extra``."""
     kept = {k: v for k, v in os.environ.items() if not k.startswith(SCRUBBED_ENV_PREFIXES)}
-    return kept | dict(extra or {})
+    return kept | NO_CALIBRATION | dict(extra or {})
 
 
 def answers_ok(url: str) -> bool:

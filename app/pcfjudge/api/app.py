@@ -17,6 +17,7 @@ from pcfjudge.api.routes import (
     health_routes,
     listwise_routes,
     metrics_routes,
+    models_routes,
     pairwise_routes,
     playground_routes,
     rerank_routes,
@@ -40,6 +41,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         services = Services.build(settings)
         app.state.services = services
         try:
+            await services.start()  # calibration records: loaded now, reloaded in the background
             yield
         finally:
             await services.aclose()
@@ -57,6 +59,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(pairwise_routes.router)
     app.include_router(health_routes.router)
     app.include_router(metrics_routes.router)
+    app.include_router(models_routes.router)  # /v1/models: the models, their calibration and drift
     app.include_router(rerank_routes.router)  # /rerank (TEI shape), /v1/rerank and /v2/rerank (Cohere shape)
     app.include_router(reward_routes.router)  # /v1/reward: RL rewards, groups judged together
     app.include_router(reward_adapter_routes.router)  # /get_reward (OpenRLHF), /v1/reward/one (slime)

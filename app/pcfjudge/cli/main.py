@@ -94,6 +94,9 @@ def build_parser(service_only: bool = False) -> argparse.ArgumentParser:
     from pcfjudge.tooling.bench.bench_command import add_bench_commands
 
     add_bench_commands(sub)
+    from pcfjudge.tooling.calibrate.calibrate_command import add_calibrate_command
+
+    add_calibrate_command(sub)
     from pcfjudge.cli.judge_command import add_judge_command
 
     add_judge_command(sub)

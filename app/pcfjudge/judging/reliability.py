@@ -78,12 +78,14 @@ class Reliability:
         return cls(**values)
 
 
-def compared(
-    baseline: Reliability, current: Reliability, *, alpha: float, min_points: float
-) -> Reliability:
+def compared(baseline: Reliability, current: Reliability, *, alpha: float, min_points: float) -> Reliability:
     """``current`` with its drift against ``baseline`` (the same model, prompt version and slice): accuracy by
     McNemar on the paired per-item errors, first-position win rate by the two-proportion z-test."""
-    if (baseline.model, baseline.prompt_version, baseline.slice) != (current.model, current.prompt_version, current.slice):
+    if (baseline.model, baseline.prompt_version, baseline.slice) != (
+        current.model,
+        current.prompt_version,
+        current.slice,
+    ):
         raise ValueError("a record is compared only with the baseline of its own model, prompt version and slice")
     shifts = [
         accuracy_shift(baseline.errors, current.errors, alpha=alpha, min_points=min_points),
