@@ -395,7 +395,15 @@ def test_below_the_http_layer_nothing_knows_fastapi() -> None:
 
 def test_api_keeps_middleware_routes_and_handlers_apart() -> None:
     top = sorted(p.name for p in API.glob("*.py"))
-    assert top == ["__init__.py", "app.py", "deps.py", "error_handlers.py", "examples.py", "header_timeout.py"], top
+    assert top == [
+        "__init__.py",
+        "app.py",
+        "deps.py",
+        "error_handlers.py",
+        "examples.py",
+        "header_timeout.py",
+        "streaming.py",
+    ], top
     for path in (API / "middleware").glob("*.py"):
         assert "APIRouter" not in path.read_text(encoding="utf-8"), path.name  # ASGI layers, not routes
     for path in (API / "routes").glob("[!_]*.py"):

@@ -125,3 +125,12 @@ ERROR_RESPONSES: dict[int | str, dict[str, object]] = {
     }.items()
 }
 """The error responses every judging route documents in OpenAPI."""
+
+STREAM_RESPONSE: dict[int | str, dict[str, object]] = {
+    200: {
+        "description": "The judgment; with stream: true, server-sent events (run or pass events, then result or "
+        "error): docs/streaming.md",
+        "content": {"text/event-stream": {"schema": {"type": "string"}}},
+    }
+}
+"""The event-stream alternative of a judging route's 200 (``"stream": true``)."""

@@ -51,6 +51,8 @@ def response_data(result: ListwiseResult, request_id: str, include_runs: bool) -
             "runs_made": len(result.runs),
             "stopped": result.stopped,
             "windows": _windows(result.windows) if result.windows is not None else None,
+            "runs_planned": result.runs_planned or len(result.runs),
+            "certified": result.certified,
         },
         "usage": {
             "backend_calls": result.backend_calls,

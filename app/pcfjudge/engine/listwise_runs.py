@@ -9,14 +9,19 @@ from __future__ import annotations
 
 import math
 from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from functools import lru_cache, partial
 from typing import Literal
 
 from pcfjudge.backends.base import ORACLE_ABSENT, JudgeCall
 from pcfjudge.backends.registry import Jury, ResolvedModel
-from pcfjudge.engine.failures import failure_summary, judging_failed
+from pcfjudge.engine import progress
+from pcfjudge.engine.failures import JudgingFailed, failure_summary, judging_failed
+from pcfjudge.engine.progress import DEADLINE_KIND
 from pcfjudge.engine.runner import CallOutcome, CallRunner, CallSpec
+from pcfjudge.engine.runner import reporting as runner_reporting
 from pcfjudge.judging import adaptive
 from pcfjudge.judging import consensus as cons
 from pcfjudge.judging import permutations as perms
@@ -95,6 +100,8 @@ class ListwiseResult:
     stopped: adaptive.Stopped | None = None  # why runs stopped early (adaptive K or a budget); None: all K made
     cost_usd: float | None = None  # usage at the model's price (PCFJ_PRICES), set by ``Judge``; None: unpriced
     windows: WindowReport | None = None  # past one window: the design, uncertainty and stop (engine/window_runs.py)
+    runs_planned: int = 0  # runs the judgment planned (the caller's deadline may cut some: ``stopped`` "deadline")
+    certified: bool | None = None  # cut by the deadline: would the runs cut have changed the winners? (adaptive K)
     jury: JuryReport | None = None  # a jury's judgment: every juror's result and the agreement (engine/jury_runs.py)
     degraded: bool = field(init=False)
 
@@ -185,6 +192,7 @@ async def judge_listwise(
     quorum: float | None = None,
     price: tuple[float, float] | None = None,
     plan: RunPlan | None = None,
+    min_runs: int = 2,
 ) -> ListwiseResult:
     """Judge one item (use ``Judge.listwise``, which supplies the rest); raises ``failures.JudgingFailed`` below quorum
     and ``waves.BudgetError`` when ``task.budget`` cannot pay for a run (``price``: USD per million tokens in, out).
@@ -206,15 +214,62 @@ async def judge_listwise(
         max_output_tokens=params.max_output_tokens,
     )
     records, outcomes = await _run_waves(task, waves, len(plan.orders), specs, planned, runner, model, deadline)
+    records, outcomes, cut = finished(records, outcomes)
+    needed = needed_ok(len(records), quorum, cut, len(plan.runs), min_runs)
+    if cut:
+        waves.stopped = "deadline"
     ok = sum(1 for r in records if r.result is not None)
-    needed = required_ok(len(records), quorum)
     if ok < needed:
         failed = [o for o in outcomes if o.answer is None]
+        if cut:
+            raise deadline_failed(ok, len(plan.runs), needed, failed, records)
         detail = (
             f"only {ok} of {len(records)} judge runs succeeded (need {needed}); failures: {failure_summary(failed)}"
         )
         raise judging_failed(failed, detail, records)
-    return _result(task, model.string, plan, records, outcomes, needed, waves.stopped)
+    result = _result(task, model.string, plan, records, outcomes, needed, waves.stopped)
+    result.runs_planned = len(plan.runs)
+    if cut:
+        result.certified = certified_despite(task, records, cut, len(plan.orders))
+    return result
+
+
+def finished(
+    records: list[RunRecord], outcomes: list[CallOutcome]
+) -> tuple[list[RunRecord], list[CallOutcome], list[RunRecord]]:
+    """The runs that finished (succeeded or failed) and those the caller's deadline cut."""
+    keep = [(r, o) for r, o in zip(records, outcomes, strict=True) if o.error != DEADLINE_KIND]
+    cut = [r for r, o in zip(records, outcomes, strict=True) if o.error == DEADLINE_KIND]
+    return [r for r, _ in keep], [o for _, o in keep], cut
+
+
+def needed_ok(made: int, quorum: float | None, cut: Sequence[object], planned: int, min_runs: int) -> int:
+    """Successful runs an answer needs: the quorum of the runs made; cut by the caller's deadline, also at least
+    ``min_runs`` (PCFJ_DEADLINE_MIN_RUNS; fewer when fewer were planned)."""
+    needed = required_ok(made, quorum) if made else 1
+    return max(needed, min(min_runs, planned)) if cut else needed
+
+
+def deadline_failed(
+    ok: int, planned: int, needed: int, failed: list[CallOutcome], runs: list[RunRecord]
+) -> JudgingFailed:
+    """504: the caller's deadline came before enough runs finished; the detail says how far it got."""
+    detail = (
+        f"deadline: {ok} of {planned} runs succeeded by the deadline (an answer needs {needed}; "
+        f"{len(failed)} failed); the runs still in flight finish into the cache, so a retry with a later deadline "
+        "starts from them"
+    )
+    return JudgingFailed(504, detail, None, runs)
+
+
+def certified_despite(task: ListwiseTask, records: list[RunRecord], cut: list[RunRecord], per_execution: int) -> bool:
+    """Would the runs the deadline cut have changed the winners whatever they said? (adaptive K's certificate)"""
+    ok: list[list[RunJudgments]] = [[] for _ in range(task.executions)]
+    for r in records:
+        if r.result is not None:
+            ok[r.execution].append(r.result)
+    left = [sum(1 for r in cut if r.execution == e) for e in range(task.executions)]
+    return adaptive.certified(adaptive.progress(task.ids, ok, left, task.weights))
 
 
 async def _run_waves(
@@ -230,14 +285,65 @@ async def _run_waves(
     """Make the runs ``waves`` hands out, one ``runner.run`` per wave; the runs made (plan order) and outcomes."""
     labels = LABELS[: len(task.ids)]
     made: dict[int, CallOutcome] = {}
+    stream = live(task, planned, specs, len(planned))
     while wave := waves.next():
         at = [execution * per_execution + index for execution, index in wave]
-        outcomes = await runner.run([specs[j] for j in at], model, deadline=deadline, cache_mode=task.cache_mode)
+        with stream():
+            outcomes = await runner.run([specs[j] for j in at], model, deadline=deadline, cache_mode=task.cache_mode)
         for position, j, outcome in zip(wave, at, outcomes, strict=True):
             fill_record(planned[j], outcome, labels, task.ids)
             waves.record(position, planned[j].result, call=not outcome.cached, usage=outcome.usage)
             made[j] = outcome
+        if any(o.error == DEADLINE_KIND for o in outcomes):
+            break  # the caller's deadline: no further wave
     return [planned[j] for j in sorted(made)], [made[j] for j in sorted(made)]
+
+
+def live(
+    task: ListwiseTask, planned: list[RunRecord], specs: list[CallSpec], total: int
+) -> Callable[[], AbstractContextManager[None]]:
+    """With a listener (``stream: true``): a context per wave that reports each run as it finishes, with the
+    consensus of those so far."""
+    if progress.listener() is None:
+        return nullcontext
+    where = {id(spec): j for j, spec in enumerate(specs)}
+    labels = LABELS[: len(task.ids)]
+    done: list[RunRecord] = []
+
+    def hook(spec: CallSpec, outcome: CallOutcome) -> None:
+        record = planned[where[id(spec)]]
+        if outcome.error == DEADLINE_KIND:
+            return
+        fill_record(record, outcome, labels, task.ids)
+        done.append(record)
+        progress.emit("run", run_event(task.ids, task.weights, record, done, total))
+
+    return partial(runner_reporting, hook)
+
+
+def run_event(
+    ids: list[str], weights: cons.Weights, record: RunRecord, done: list[RunRecord], total: int
+) -> dict[str, object]:
+    """One finished run and the consensus so far (the mean over executions of the successful runs so far)."""
+    executions = sorted({r.execution for r in done})
+    ok = [[r.result for r in done if r.execution == e and r.result is not None] for e in executions]
+    so_far = cons.aggregate(ids, ok, weights) if any(ok) else None
+    result = record.result
+    return {
+        "execution": record.execution,
+        "index": record.index,
+        "order": record.order,
+        "model": record.model,
+        "cached": record.cached,
+        "error": record.error,
+        "top_set": cons.top_set(result) if result is not None else None,
+        "scores": {cid: j.score for cid, j in result.judgments.items()} if result is not None else None,
+        "runs_done": len(done),
+        "runs_planned": total,
+        "winners": so_far.winners if so_far else None,
+        "ranking": so_far.ranking if so_far else None,
+        "consensus": {cid: round(c.consensus, 4) for cid, c in so_far.candidates.items()} if so_far else None,
+    }
 
 
 def _oracle_index(task: ListwiseTask) -> int | None:

@@ -23,7 +23,9 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import replace
 from functools import partial
 from typing import Protocol
@@ -33,7 +35,7 @@ from pcfjudge.backends.registry import ResolvedModel
 from pcfjudge.backends.slots import Saturated, Shed
 from pcfjudge.cache.flight import SharedFlight
 from pcfjudge.cache.interface import PARSED, CacheValue
-from pcfjudge.engine import spend
+from pcfjudge.engine import progress, spend
 from pcfjudge.engine.calls import CallOutcome as CallOutcome  # re-exported: the judges and eval import them here
 from pcfjudge.engine.calls import CallSpec as CallSpec
 from pcfjudge.engine.calls import from_cache
@@ -105,16 +107,16 @@ class Runner:
         away (cancelled: its client disconnected) or its deadline passes, every call no other request is waiting
         for is cancelled; calls shared through single flight keep running for the others.
         """
-        outcomes: list[CallOutcome | None] = [None] * len(specs)
-        if cache_mode == "use" and specs:
-            hits = await self.cache.get_many([s.key for s in specs])
-            for i, hit in enumerate(hits):
-                if hit is not None:
-                    outcomes[i] = from_cache(specs[i], hit)
+        hook = _ON_OUTCOME.get()
+        outcomes = await self._cached(specs, cache_mode, hook)
         misses = [i for i, o in enumerate(outcomes) if o is None]
         if not misses:
             return [o for o in outcomes if o is not None]
         loop = asyncio.get_running_loop()
+        answer = progress.answer_by()
+        # The caller's deadline (``anytime``): wait until it, and let the calls go on to the request's own deadline.
+        wait_until = deadline if answer is None else min(deadline, answer.at)
+        cut = wait_until < deadline
         # No await from here until every task exists: the count reserved is the count of tasks started below.
         flights = [self._scoped(specs[i].key) for i in misses] if cache_mode != "bypass" else []
         starts = len(misses) if cache_mode == "bypass" else len({f for f in flights if f not in self._inflight})
@@ -130,19 +132,35 @@ class Runner:
             if started:
                 owned.add(i)
         assert len(owned) == starts, "call tasks started must match the reservation"
+        gone = True  # the caller went away (cancelled) unless the wait ends normally
         try:
             # asyncio.wait never cancels what it waits for: a shared call outlives this request's deadline or exit
-            await asyncio.wait(pending.values(), timeout=max(0.0, deadline - loop.time()))
-        finally:
-            for task in pending.values():
-                self._leave(task)
-        for i, task in pending.items():
-            if task.done() and not task.cancelled():
-                outcome = task.result()
-                outcomes[i] = outcome if i in owned or outcome.answer is None else _shared(outcome)
+            if hook is None:
+                await asyncio.wait(pending.values(), timeout=max(0.0, wait_until - loop.time()))
             else:
-                outcomes[i] = _failure(BackendTimeout("request deadline passed before the call finished"), 0.0)
+                await _reporting(pending, owned, specs, hook, wait_until)
+            gone = False
+        finally:
+            linger = cut and answer is not None and answer.linger and not gone
+            for task in pending.values():
+                self._leave(task, cancel=not linger)
+        for i, task in pending.items():
+            outcomes[i] = _ended(task, i in owned, cut)
         return [o for o in outcomes if o is not None]  # every slot is filled above
+
+    async def _cached(
+        self, specs: Sequence[CallSpec], cache_mode: CacheMode, hook: Callable[[CallSpec, CallOutcome], None] | None
+    ) -> list[CallOutcome | None]:
+        """The outcomes the cache has (None where it has none), each reported to ``hook``."""
+        outcomes: list[CallOutcome | None] = [None] * len(specs)
+        if cache_mode == "use" and specs:
+            hits = await self.cache.get_many([s.key for s in specs])
+            for i, hit in enumerate(hits):
+                if hit is not None:
+                    outcomes[i] = found = from_cache(specs[i], hit)
+                    if hook is not None and found is not None:
+                        hook(specs[i], found)
+        return outcomes
 
     def _join(
         self, spec: CallSpec, flight: str | None, model: ResolvedModel, deadline: float, cache_mode: CacheMode
@@ -162,12 +180,13 @@ class Runner:
         self._waiters[task] = self._waiters.get(task, 0) + 1
         return task, started
 
-    def _leave(self, task: asyncio.Task[CallOutcome]) -> None:
-        """One request stopped waiting for ``task``; the last one to leave cancels it if it is still running."""
+    def _leave(self, task: asyncio.Task[CallOutcome], cancel: bool = True) -> None:
+        """One request stopped waiting for ``task``; the last one to leave cancels it if it is still running (unless
+        ``cancel`` is False: a run the caller's deadline cut, going on into the cache, in its slot)."""
         left = self._waiters.pop(task, 1) - 1
         if left > 0:
             self._waiters[task] = left
-        elif not task.done():
+        elif not task.done() and cancel:
             task.cancel()
 
     def _forget(self, key: str, task: asyncio.Task[CallOutcome]) -> None:
@@ -269,6 +288,55 @@ async def _attempt(spec: CallSpec, model: ResolvedModel, deadline: float, remain
             if refused is not None:
                 raise OverLimit(f"the request's backend calls ({refused}) are spent; no retry left")
             return await model.backend.complete(spec.call)
+
+
+_ON_OUTCOME: ContextVar[Callable[[CallSpec, CallOutcome], None] | None] = ContextVar("pcfjudge_outcomes", default=None)
+_CUT = "the caller's deadline passed before this run finished (it goes on into the cache unless cancelled)"
+
+
+@contextmanager
+def reporting(hook: Callable[[CallSpec, CallOutcome], None]) -> Iterator[None]:
+    """Every ``run`` in the block calls ``hook(spec, outcome)`` as each of its calls finishes (cache hits first)."""
+    token = _ON_OUTCOME.set(hook)
+    try:
+        yield
+    finally:
+        _ON_OUTCOME.reset(token)
+
+
+async def _reporting(
+    pending: dict[int, asyncio.Task[CallOutcome]],
+    owned: set[int],
+    specs: Sequence[CallSpec],
+    hook: Callable[[CallSpec, CallOutcome], None],
+    until: float,
+) -> None:
+    """Wait for ``pending`` until ``until``, calling ``hook`` for each call as it finishes."""
+    loop = asyncio.get_running_loop()
+    runs: dict[asyncio.Task[CallOutcome], list[int]] = {}
+    for i, task in pending.items():
+        runs.setdefault(task, []).append(i)
+    waiting = set(runs)
+    while waiting and (left := until - loop.time()) > 0:
+        done, waiting = await asyncio.wait(waiting, timeout=left, return_when=asyncio.FIRST_COMPLETED)
+        for task in done:
+            if not task.cancelled():
+                for i in runs[task]:
+                    hook(specs[i], _final(task.result(), i in owned))
+
+
+def _ended(task: asyncio.Task[CallOutcome], owned: bool, cut: bool) -> CallOutcome:
+    """What became of a call when its request stopped waiting: its outcome, or cut by the caller's deadline, or
+    timed out at the request's own."""
+    if task.done() and not task.cancelled():
+        return _final(task.result(), owned)
+    if cut:
+        return CallOutcome(error=progress.DEADLINE_KIND, detail=_CUT, status=504)
+    return _failure(BackendTimeout("request deadline passed before the call finished"), 0.0)
+
+
+def _final(outcome: CallOutcome, owned: bool) -> CallOutcome:
+    return outcome if owned or outcome.answer is None else _shared(outcome)
 
 
 def _same(key: str) -> str:

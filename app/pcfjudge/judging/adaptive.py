@@ -57,7 +57,7 @@ from pcfjudge.judging import jury
 from pcfjudge.judging.run_records import RunJudgments
 
 StopRule = Literal["certified", "confident"]
-Stopped = Literal["certified", "confident", "k_max", "budget"]
+Stopped = Literal["certified", "confident", "k_max", "budget", "deadline"]
 
 EPSILON = 1e-6
 CONFIDENT_MARGIN = 10.0

@@ -88,6 +88,14 @@ class ErrorResponse(BaseModel):
     request_id: str | None = None
 
 
+DEADLINE_MS = (
+    "Answer within this many milliseconds of the request (or send Prefer: wait=<seconds>): the consensus of the runs "
+    "finished by then (stopped: deadline), or 504 saying how far it got; the runs in flight finish into the cache."
+)
+STREAM = (
+    "Server-sent events: an event per finished run with the consensus so far, then a result event equal to the "
+    "ordinary response (errors as error events)."
+)
 MODEL_OR_JURY = (
     "provider:model (e.g. sim:default or openai:gpt-5.4); or a jury: a PCFJ_JURIES name or a list of models "
     "(docs/juries.md)."

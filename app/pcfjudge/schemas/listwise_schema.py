@@ -14,7 +14,18 @@ from pydantic import (
     field_validator,
 )
 
-from pcfjudge.schemas.common import MAX_CANDIDATES, MAX_ITEMS, MODEL_OR_JURY, JuryOut, RunTokens, Strict, Text, UsageOut
+from pcfjudge.schemas.common import (
+    DEADLINE_MS,
+    MAX_CANDIDATES,
+    MAX_ITEMS,
+    MODEL_OR_JURY,
+    STREAM,
+    JuryOut,
+    RunTokens,
+    Strict,
+    Text,
+    UsageOut,
+)
 from pcfjudge.types import MAX_K
 
 
@@ -93,6 +104,8 @@ class ListwiseRequest(Strict):
     oracle_best: str | None = Field(
         default=None, description="sim:oracle only: the id of the truly best candidate (for simulations)."
     )
+    deadline_ms: StrictInt | None = Field(default=None, ge=1, le=86_400_000, description=DEADLINE_MS)
+    stream: bool = Field(default=False, description=STREAM)
 
     @field_validator("k", mode="before")
     @classmethod
@@ -176,12 +189,19 @@ class Diagnostics(BaseModel):
     k_requested: int
     k_capped: bool
     runs_made: int = Field(description="Runs made (successful or failed) over all executions.")
-    stopped: Literal["certified", "confident", "k_max", "budget"] | None = Field(
+    stopped: Literal["certified", "confident", "k_max", "budget", "deadline"] | None = Field(
         default=None,
         description='Why runs stopped: with k "auto" certified, confident or k_max; budget when max_calls or '
-        "max_cost_usd ended the request early; null when a fixed k made every run.",
+        "max_cost_usd ended the request early; deadline when the caller's deadline did; null when a fixed k made "
+        "every run.",
     )
     windows: WindowsOut | None = Field(default=None, description="Past one window: the design and why it stopped.")
+    runs_planned: int | None = Field(default=None, description="Runs the judgment planned (runs_made of them ran).")
+    certified: bool | None = Field(
+        default=None,
+        description="Cut by the deadline: true when no outcome of the runs cut could have changed the winners "
+        "(adaptive K's certificate); else null.",
+    )
 
 
 class ListwiseResponse(BaseModel):

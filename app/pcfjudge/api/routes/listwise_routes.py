@@ -3,26 +3,40 @@ through ``services.judge``, the response shaped once (``pcfjudge.doors.listwise_
 
 from __future__ import annotations
 
+from typing import Any
+
 import orjson
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
 from pcfjudge.api.deps import services_of
-from pcfjudge.api.error_handlers import ERROR_RESPONSES
+from pcfjudge.api.error_handlers import ERROR_RESPONSES, STREAM_RESPONSE
+from pcfjudge.api.streaming import stream
+from pcfjudge.doors.anytime import answer_deadline
 from pcfjudge.doors.decisions import judged, record_listwise
 from pcfjudge.doors.listwise_response import response_data
 from pcfjudge.doors.listwise_task import build_task
+from pcfjudge.engine import progress
 from pcfjudge.schemas.listwise_schema import ListwiseRequest, ListwiseResponse
 
 router = APIRouter()
 
 
-@router.post("/judge/listwise", response_model=ListwiseResponse, responses=ERROR_RESPONSES)
+@router.post("/judge/listwise", response_model=ListwiseResponse, responses=ERROR_RESPONSES | STREAM_RESPONSE)
 async def judge_listwise_route(body: ListwiseRequest, request: Request) -> Response:
-    """PCFJudge: judge the candidates over K permutations and return the permutation consensus (paper Eq. 1–5)."""
+    """PCFJudge: judge the candidates over K permutations and return the permutation consensus (paper Eq. 1–5).
+    ``deadline_ms`` (or ``Prefer: wait=<s>``) answers by then; ``stream`` sends server-sent events."""
     services = services_of(request)
+    deadline = answer_deadline(services.settings, body.deadline_ms, request.headers.get("prefer"))
     task = build_task(body, services.settings, services.judge)
-    result = await judged("/judge/listwise", services.judge.listwise(task))
-    record_listwise(result, services.metrics)
-    data = response_data(result, request.state.request_id, body.include_runs)
+
+    async def judgment() -> dict[str, Any]:
+        result = await judged("/judge/listwise", services.judge.listwise(task))
+        record_listwise(result, services.metrics)
+        return response_data(result, request.state.request_id, body.include_runs)
+
+    if body.stream:
+        return stream(judgment, deadline, request.state.request_id)
+    with progress.anytime(deadline):
+        data = await judgment()
     return Response(orjson.dumps(data), media_type="application/json")  # a ListwiseResponse, serialised once

@@ -1,0 +1,68 @@
+"""``"stream": true``: a judgment as server-sent events (docs/streaming.md).
+
+One ``run`` event (``pass`` for pairwise) per finished run, from the cache or the backend, carrying the consensus so
+far; then one ``result`` event whose data is exactly the ordinary response body; or one ``error`` event whose data
+is the ordinary error body plus its ``status``. A client that disconnects cancels the judgment (its backend calls are
+cancelled as for any request that goes away); the caller's deadline applies as without streaming.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import orjson
+from sse_starlette import EventSourceResponse, ServerSentEvent
+
+from pcfjudge import context
+from pcfjudge.api.error_handlers import as_api_error, error_body
+from pcfjudge.engine import progress
+from pcfjudge.engine.progress import AnswerBy, RunEvent
+
+_DONE = object()
+
+
+def stream(
+    judgment: Callable[[], Awaitable[dict[str, Any]]], deadline: AnswerBy | None, request_id: str
+) -> EventSourceResponse:
+    """``judgment()`` (the ordinary response data) as an event stream; it runs in a task of this request's context."""
+    return EventSourceResponse(_events(judgment, deadline, request_id), ping=15, send_timeout=30)
+
+
+async def _events(
+    judgment: Callable[[], Awaitable[dict[str, Any]]], deadline: AnswerBy | None, request_id: str
+) -> AsyncIterator[ServerSentEvent]:
+    queue: asyncio.Queue[RunEvent | object] = asyncio.Queue()
+
+    async def judge() -> dict[str, Any]:
+        with progress.anytime(deadline, queue.put_nowait):
+            try:
+                return await judgment()
+            finally:
+                queue.put_nowait(_DONE)
+
+    task = asyncio.create_task(judge())  # copies this request's context (its id, key and meters)
+    try:
+        while (item := await queue.get()) is not _DONE:
+            assert isinstance(item, RunEvent)
+            yield ServerSentEvent(orjson.dumps(item.data).decode(), event=item.kind)
+        try:
+            data = await task
+        except Exception as exc:  # an error the ordinary route would answer, as an event
+            error = as_api_error(exc)
+            if error is None:
+                raise
+            body = error_body(error.kind, error.detail, None, status=error.status, request_id=request_id)
+            yield ServerSentEvent(orjson.dumps(body).decode(), event="error")
+            return
+        yield ServerSentEvent(orjson.dumps(data).decode(), event="result")
+    finally:
+        if not task.done():  # the client went away: stop spending
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+
+
+def request_id() -> str:
+    ctx = context.current()
+    return ctx.request_id if ctx is not None else ""

@@ -1,0 +1,126 @@
+"""Anytime judging at /judge/listwise (issue 32): a caller's deadline cuts a slow provider's K=7 judgment and answers
+on time with an honest partial consensus; the retry is served from the runs that went on into the cache; a stream
+of run events ends with the ordinary response."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.support.inprocess import FakeProvider, app_with_services, provider_settings
+
+QUESTION = "Which city is the capital of Australia?"
+ANSWERS = ["Canberra.", "Sydney.", "Melbourne, since 1901.", "Canberra, since 1913."]
+SLOW = 3.0  # seconds the provider takes for each slow call
+
+
+def body(**extra: Any) -> dict[str, Any]:
+    return {"question": QUESTION, "candidates": ANSWERS, "k": 7, "include_runs": True, **extra}
+
+
+def slow_after(fake: FakeProvider, fast: int) -> None:
+    """The first ``fast`` calls answer at once, every later one after SLOW seconds."""
+    fake.faults(["ok"] * fast, always="slow", slow_seconds=SLOW)
+
+
+async def test_a_deadline_answers_on_time_with_the_runs_finished_and_the_retry_uses_the_cache(
+    fake: FakeProvider,
+) -> None:
+    slow_after(fake, 3)
+    async with app_with_services(provider_settings("openai", fake, request_timeout_s=20.0)) as (client, _):
+        started = time.perf_counter()
+        reply = await client.post("/judge/listwise", json=body(deadline_ms=800))
+        took = time.perf_counter() - started
+        assert reply.status_code == 200, reply.text
+        data = reply.json()
+        await asyncio.sleep(SLOW + 0.5)  # the 4 runs cut by the deadline finish into the cache meanwhile
+        fake.faults(always="500")  # from now on the provider fails: a retry can only succeed from the cache
+        again = (await client.post("/judge/listwise", json=body())).json()
+    d = data["diagnostics"]
+    assert took < SLOW and d["stopped"] == "deadline" and (d["runs_made"], d["runs_planned"]) == (3, 7)
+    assert d["runs_ok"] == 3 and len(data["runs"]) == 3 and data["degraded"] is False
+    assert isinstance(d["certified"], bool)
+    assert again["usage"]["cache_hits"] == 7 and again["diagnostics"]["stopped"] is None
+    assert fake.calls()["calls"]["openai"] == 7  # every planned run made exactly once
+
+
+async def test_too_few_runs_by_the_deadline_is_a_504_saying_how_far_it_got(fake: FakeProvider) -> None:
+    slow_after(fake, 1)
+    async with app_with_services(provider_settings("openai", fake)) as (client, _):
+        reply = await client.post("/judge/listwise", json=body(deadline_ms=600))
+    assert reply.status_code == 504, reply.text
+    assert "deadline: 1 of 7 runs succeeded by the deadline (an answer needs 2" in reply.json()["detail"]
+
+
+@pytest.mark.parametrize("inflight", ["cancel"])
+async def test_runs_cut_by_the_deadline_can_be_cancelled_instead(fake: FakeProvider, inflight: str) -> None:
+    slow_after(fake, 3)
+    settings = provider_settings("openai", fake, deadline_inflight=inflight)
+    async with app_with_services(settings) as (client, _):
+        reply = await client.post("/judge/listwise", json=body(deadline_ms=800))
+        await asyncio.sleep(SLOW + 0.5)
+        slow_after(fake, 0)
+        again = await client.post("/judge/listwise", json=body(deadline_ms=800, include_runs=False))
+    assert reply.json()["diagnostics"]["stopped"] == "deadline"
+    assert again.status_code == 200, again.text
+    assert again.json()["usage"]["cache_hits"] == 3  # only the runs finished in time: the others were cancelled
+
+
+async def test_prefer_wait_is_a_deadline_and_a_too_short_one_is_refused(fake: FakeProvider) -> None:
+    slow_after(fake, 3)
+    async with app_with_services(provider_settings("openai", fake)) as (client, _):
+        waited = await client.post("/judge/listwise", json=body(), headers={"Prefer": "wait=0.8"})
+        short = await client.post("/judge/listwise", json=body(deadline_ms=5))
+        shorter_header = await client.post("/judge/listwise", json=body(), headers={"Prefer": "wait=0.01"})
+    assert waited.json()["diagnostics"]["stopped"] == "deadline"
+    assert short.status_code == 422 and "at least 100 ms" in short.json()["detail"]
+    assert short.json()["errors"][0]["field"] == "deadline_ms"
+    assert shorter_header.status_code == 422 and shorter_header.json()["errors"][0]["field"] == "Prefer"
+
+
+async def test_a_stream_sends_a_run_event_per_run_then_the_ordinary_response(fake: FakeProvider) -> None:
+    async with app_with_services(provider_settings("openai", fake)) as (client, _):
+        async with client.stream("POST", "/judge/listwise", json=body(stream=True)) as reply:
+            assert reply.status_code == 200 and reply.headers["content-type"].startswith("text/event-stream")
+            events = await read_events(reply)
+        plain = (await client.post("/judge/listwise", json=body())).json()
+    kinds = [kind for kind, _ in events]
+    assert kinds == ["run"] * 7 + ["result"]
+    runs = [data for kind, data in events if kind == "run"]
+    assert [r["runs_done"] for r in runs] == list(range(1, 8)) and all(r["runs_planned"] == 7 for r in runs)
+    assert all(r["error"] is None and r["consensus"] is not None for r in runs)
+    final = events[-1][1]
+    assert runs[-1]["winners"] == final["winners"] and runs[-1]["ranking"] == final["ranking"]
+    for key in ("winners", "ranking", "candidates"):  # the same judgment as the ordinary route (now cached)
+        assert final[key] == plain[key]
+
+
+async def test_a_stream_reports_an_error_as_an_event(fake: FakeProvider) -> None:
+    fake.faults(always="500")
+    settings = provider_settings("openai", fake, max_retries=0)
+    async with app_with_services(settings) as (client, _):
+        async with client.stream("POST", "/judge/listwise", json=body(stream=True, k=3)) as reply:
+            events = await read_events(reply)
+    kind, data = events[-1]
+    assert kind == "error" and data["status"] == 502 and data["error"] == "backend_error"
+    assert [k for k, _ in events[:-1]] == ["run"] * 3 and all(d["error"] for _, d in events[:-1])
+
+
+async def read_events(reply: httpx.Response) -> list[tuple[str, dict[str, Any]]]:
+    """Server-sent events as (event, JSON data), pings skipped."""
+    events: list[tuple[str, dict[str, Any]]] = []
+    kind, data = "message", []
+    async for line in reply.aiter_lines():
+        if line.startswith("event:"):
+            kind = line.partition(":")[2].strip()
+        elif line.startswith("data:"):
+            data.append(line.partition(":")[2].strip())
+        elif not line and data:
+            events.append((kind, json.loads("\n".join(data))))
+            kind, data = "message", []
+    return events
