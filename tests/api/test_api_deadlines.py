@@ -103,9 +103,11 @@ async def test_a_stream_sends_a_run_event_per_run_then_the_ordinary_response(fak
 async def test_a_stream_reports_an_error_as_an_event(fake: FakeProvider) -> None:
     fake.faults(always="500")
     settings = provider_settings("openai", fake, max_retries=0)
-    async with app_with_services(settings) as (client, _):
-        async with client.stream("POST", "/judge/listwise", json=body(stream=True, k=3)) as reply:
-            events = await read_events(reply)
+    async with (
+        app_with_services(settings) as (client, _),
+        client.stream("POST", "/judge/listwise", json=body(stream=True, k=3)) as reply,
+    ):
+        events = await read_events(reply)
     kind, data = events[-1]
     assert kind == "error" and data["status"] == 502 and data["error"] == "backend_error"
     assert [k for k, _ in events[:-1]] == ["run"] * 3 and all(d["error"] for _, d in events[:-1])
