@@ -126,3 +126,41 @@ async def read_events(reply: httpx.Response) -> list[tuple[str, dict[str, Any]]]
             events.append((kind, json.loads("\n".join(data))))
             kind, data = "message", []
     return events
+
+
+async def test_pairwise_deadline_and_stream(fake: FakeProvider) -> None:
+    pair = {"question": QUESTION, "response_a": ANSWERS[0], "response_b": ANSWERS[1]}
+    slow_after(fake, 1)
+    async with app_with_services(provider_settings("openai", fake)) as (client, _):
+        cut = await client.post("/judge/pairwise", json={**pair, "deadline_ms": 800})
+        fake.faults(always="ok")
+        async with client.stream(
+            "POST", "/judge/pairwise", json={**pair, "question": QUESTION + "?", "stream": True}
+        ) as reply:
+            events = await read_events(reply)
+    data = cut.json()
+    assert cut.status_code == 200 and data["stopped"] == "deadline", cut.text
+    assert data["decision"] in ("direct_only", "swapped_only")  # one order finished in time: its verdict stands
+    kinds = [k for k, _ in events]
+    assert kinds[-1] == "result" and kinds.count("pass") >= 2 and set(kinds[:-1]) == {"pass"}
+    assert {d["pass"] for k, d in events if k == "pass"} >= {"direct", "swapped"}
+    assert events[-1][1]["winner"] in ("A", "B", "tie") and events[-1][1]["stopped"] is None
+
+
+async def test_a_jurys_deadline_and_stream() -> None:
+    """Jurors in lockstep: a deadline stops the jury's waves; the stream's run events carry each juror."""
+    from pcfjudge.settings import Settings
+
+    settings = Settings(sim_latency_ms=400, default_k=7)
+    jury = ["sim:default", "sim:oracle"]
+    async with app_with_services(settings) as (client, _):
+        auto = await client.post(
+            "/judge/listwise", json=body(model=jury, k="auto", k_min=2, k_max=7, deadline_ms=600, include_runs=False)
+        )
+        async with client.stream("POST", "/judge/listwise", json=body(model=jury, k=2, stream=True)) as reply:
+            events = await read_events(reply)
+    d = auto.json()["diagnostics"]
+    assert auto.status_code == 200 and d["stopped"] == "deadline" and d["runs_made"] == 4 and d["runs_planned"] == 14
+    runs = [data for kind, data in events if kind == "run"]
+    assert {r["model"] for r in runs} == set(jury) and len(runs) == 4 and events[-1][0] == "result"
+    assert runs[-1]["winners"] == events[-1][1]["winners"]

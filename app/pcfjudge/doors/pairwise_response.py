@@ -62,6 +62,7 @@ def to_response(result: PairwiseResult, request_id: str, include_runs: bool) -> 
         ),
         degraded=result.degraded,
         jury=JuryOut.model_validate(jury_data(result.jury)) if result.jury is not None else None,
+        stopped=result.stopped,
     )
 
 

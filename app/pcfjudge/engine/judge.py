@@ -169,7 +169,15 @@ class Judge:
             [task.question, *task.texts],
             "k",
             lambda: judge_listwise(
-                task, model, self.runner, params, deadline=deadline, quorum=quorum, price=price, plan=plan
+                task,
+                model,
+                self.runner,
+                params,
+                deadline=deadline,
+                quorum=quorum,
+                price=price,
+                plan=plan,
+                min_runs=self.settings.deadline_min_runs,
             ),
         )
 
@@ -190,7 +198,16 @@ class Judge:
             calls,
             [task.question, *task.texts],
             "candidates",
-            lambda: judge_windows(task, model, self.runner, params, window=window, deadline=deadline, quorum=quorum),
+            lambda: judge_windows(
+                task,
+                model,
+                self.runner,
+                params,
+                window=window,
+                deadline=deadline,
+                quorum=quorum,
+                min_runs=self.settings.deadline_min_runs,
+            ),
             window=window,
         )
 
@@ -212,7 +229,14 @@ class Judge:
                 outcomes = await judge_jurors(
                     jury,
                     lambda m: judge_windows(
-                        solo, m, self.runner, self.params(m), window=window, deadline=deadline, quorum=s.quorum
+                        solo,
+                        m,
+                        self.runner,
+                        self.params(m),
+                        window=window,
+                        deadline=deadline,
+                        quorum=s.quorum,
+                        min_runs=s.deadline_min_runs,
                     ),
                 )
                 return pool_windows(task, jury, outcomes, s.jury_quorum, self.reliability)
@@ -238,6 +262,7 @@ class Judge:
                 jury_quorum=s.jury_quorum,
                 price=dearest,
                 book=self.reliability,
+                min_runs=s.deadline_min_runs,
             ),
         )
 

@@ -20,10 +20,13 @@ from __future__ import annotations
 import asyncio
 import math
 from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import replace
+from functools import partial
 from typing import TypeVar
 
 from pcfjudge.backends.registry import Jury, ResolvedModel
+from pcfjudge.engine import progress
 from pcfjudge.engine.failures import JudgingFailed, failure_summary, judging_failed
 from pcfjudge.engine.listwise_runs import (
     ListwiseResult,
@@ -31,12 +34,15 @@ from pcfjudge.engine.listwise_runs import (
     _result,
     call_specs,
     fill_record,
+    needed_ok,
     plan_runs,
     required_ok,
+    run_event,
 )
 from pcfjudge.engine.pairwise_passes import PairwiseResult
-from pcfjudge.engine.runner import CallOutcome, CallRunner
-from pcfjudge.judging import apoc
+from pcfjudge.engine.progress import DEADLINE_KIND
+from pcfjudge.engine.runner import CallOutcome, CallRunner, CallSpec, reporting
+from pcfjudge.judging import adaptive, apoc
 from pcfjudge.judging import consensus as cons
 from pcfjudge.judging import jury as pool
 from pcfjudge.judging.jury import JurorReport, JuryReport
@@ -80,6 +86,7 @@ async def judge_jury_listwise(
     jury_quorum: float | None,
     price: tuple[float, float] | None,
     book: Book,
+    min_runs: int = 2,
 ) -> ListwiseResult:
     """PCFJudge by every juror at once, pooled (see the module docstring); ``price``: the dearest juror's, which a
     cost budget charges every call at."""
@@ -103,49 +110,22 @@ async def judge_jury_listwise(
         max_output_tokens=params[0].max_output_tokens,
         shares=jury.weights,
     )
-    labels = LABELS[: len(task.ids)]
-    made: dict[tuple[int, int], CallOutcome] = {}
-    while wave := waves.next():
-        by_juror: dict[int, list[int]] = {}
-        for j, i in wave:
-            by_juror.setdefault(j, []).append(i)
-        replies = await asyncio.gather(
-            *(
-                runner.run([specs[j][i] for i in idx], jury.jurors[j], deadline=deadline, cache_mode=task.cache_mode)
-                for j, idx in by_juror.items()
-            )
-        )
-        for (j, idx), outcomes in zip(by_juror.items(), replies, strict=True):
-            for i, outcome in zip(idx, outcomes, strict=True):
-                fill_record(planned[j][i], outcome, labels, task.ids)
-                waves.record((j, i), planned[j][i].result, call=not outcome.cached, usage=outcome.usage)
-                made[(j, i)] = outcome
+    for j, juror in enumerate(jury.jurors):
+        for record in planned[j]:
+            record.model = juror.string
+    made, cut = await _lockstep(task, jury, runner, waves, specs, planned, deadline)
     reports, failures, consensuses = [], [], []
     for j, juror in enumerate(jury.jurors):
         keys = sorted(i for jj, i in made if jj == j)
         records, outcomes = [planned[j][i] for i in keys], [made[(j, i)] for i in keys]
-        ok = [r.result for r in records if r.result is not None]
-        report = JurorReport(juror.string, jury.weights[j], False, runs=len(records), runs_ok=len(ok))
-        report.backend_calls = sum(not o.cached for o in outcomes)
-        report.cache_hits = sum(o.cached for o in outcomes)
-        report.first_position_wins = sum(
-            1 for r in records if r.result is not None and r.order[0] in cons.top_set(r.result)
-        )
-        needed = required_ok(len(records), quorum)
-        if records and len(ok) >= needed:
-            report.delivered = True
-            consensuses.append((j, cons.aggregate(task.ids, [ok], task.weights)))
-        else:
-            failed = [o for o in outcomes if o.answer is None]
-            error = f"only {len(ok)} of {len(records)} runs succeeded (need {needed})"
-            if failed:
-                error += f": {failure_summary(failed)}"
-                failures.append(judging_failed(failed, error, records))
-            report.error = error
+        needed = needed_ok(len(records), quorum, [True] * cut[j], len(plans[j].runs), min_runs)
+        report, consensus, failure = _juror(task, juror, jury.weights[j], records, outcomes, needed, cut[j])
         reports.append(report)
+        if consensus is not None:
+            consensuses.append((j, consensus))
+        if failure is not None:
+            failures.append(failure)
     needed = _delivered_or_fail(jury, reports, failures, jury_quorum)
-    for record in (r for j in range(len(jury.jurors)) for r in planned[j]):
-        record.model = jury.jurors[record.execution].string
     records = [planned[j][i] for j, i in sorted(made)]
     outs = [made[key] for key in sorted(made)]
     # Each juror's runs are its own execution to _result; the consensus is then the jury's pooled one.
@@ -157,8 +137,106 @@ async def judge_jury_listwise(
     for record in records:  # the response shows one execution: a juror's runs carry its model
         record.execution = 0
     result.jury = _listwise_report(jury, reports, result.consensus, consensuses, needed, book, result.prompt_version)
+    result.runs_planned = sum(len(p.runs) for p in plans)
+    if any(cut):
+        ok_runs = [[r.result for r in records if r.model == m.string and r.result is not None] for m in jury.jurors]
+        state = adaptive.progress(task.ids, ok_runs, cut, task.weights, jury.weights)
+        result.certified = adaptive.certified(state)
     result.degraded = result.degraded or result.jury.degraded
     return result
+
+
+async def _lockstep(
+    task: ListwiseTask,
+    jury: Jury,
+    runner: CallRunner,
+    waves: Waves,
+    specs: list[list[CallSpec]],
+    planned: list[list[RunRecord]],
+    deadline: float,
+) -> tuple[dict[tuple[int, int], CallOutcome], list[int]]:
+    """The jurors' runs wave by wave, every juror's share of a wave at once; the outcomes made (by juror, run) and
+    the runs per juror the caller's deadline cut (after which no wave follows)."""
+    labels = LABELS[: len(task.ids)]
+    made: dict[tuple[int, int], CallOutcome] = {}
+    cut = [0] * len(jury.jurors)
+    stream = _live(task, jury, specs, planned)
+    while wave := waves.next():
+        by_juror: dict[int, list[int]] = {}
+        for j, i in wave:
+            by_juror.setdefault(j, []).append(i)
+        with stream():
+            replies = await asyncio.gather(
+                *(
+                    runner.run(
+                        [specs[j][i] for i in idx], jury.jurors[j], deadline=deadline, cache_mode=task.cache_mode
+                    )
+                    for j, idx in by_juror.items()
+                )
+            )
+        for (j, idx), outcomes in zip(by_juror.items(), replies, strict=True):
+            for i, outcome in zip(idx, outcomes, strict=True):
+                if outcome.error == DEADLINE_KIND:  # the caller's deadline cut it: not made
+                    cut[j] += 1
+                    continue
+                fill_record(planned[j][i], outcome, labels, task.ids)
+                waves.record((j, i), planned[j][i].result, call=not outcome.cached, usage=outcome.usage)
+                made[(j, i)] = outcome
+        if any(cut):
+            waves.stopped = "deadline"
+            break
+    return made, cut
+
+
+def _live(
+    task: ListwiseTask, jury: Jury, specs: list[list[CallSpec]], planned: list[list[RunRecord]]
+) -> Callable[[], AbstractContextManager[None]]:
+    """With a listener (``stream: true``): a run event per juror run, with the jury's pooled consensus so far."""
+    if progress.listener() is None:
+        return nullcontext
+    where = {id(spec): (j, i) for j, row in enumerate(specs) for i, spec in enumerate(row)}
+    labels, total, done = LABELS[: len(task.ids)], sum(len(row) for row in planned), []
+
+    def hook(spec: CallSpec, outcome: CallOutcome) -> None:
+        j, i = where[id(spec)]
+        if outcome.error == DEADLINE_KIND:
+            return
+        record = planned[j][i]
+        fill_record(record, outcome, labels, task.ids)
+        done.append(record)
+        progress.emit("run", run_event(task.ids, task.weights, record, done, total, jury.weights))
+
+    return partial(reporting, hook)
+
+
+def _juror(
+    task: ListwiseTask,
+    juror: ResolvedModel,
+    weight: float,
+    records: list[RunRecord],
+    outcomes: list[CallOutcome],
+    needed: int,
+    cut: int,
+) -> tuple[JurorReport, cons.Consensus | None, JudgingFailed | None]:
+    """One juror's report, its own consensus when it delivered, and its failure when it did not."""
+    ok = [r.result for r in records if r.result is not None]
+    report = JurorReport(juror.string, weight, False, runs=len(records), runs_ok=len(ok))
+    report.backend_calls = sum(not o.cached for o in outcomes)
+    report.cache_hits = sum(o.cached for o in outcomes)
+    report.first_position_wins = sum(
+        1 for r in records if r.result is not None and r.order[0] in cons.top_set(r.result)
+    )
+    if records and len(ok) >= needed:
+        report.delivered = True
+        return report, cons.aggregate(task.ids, [ok], task.weights), None
+    failed = [o for o in outcomes if o.answer is None]
+    report.error = f"only {len(ok)} of {len(records)} runs succeeded (need {needed})"
+    if cut:
+        report.error += f"; {cut} cut by the deadline"
+    if not failed:
+        return report, None, None
+    report.error += f": {failure_summary(failed)}"
+    return report, None, judging_failed(failed, report.error, records)
 
 
 def _listwise_report(

@@ -22,7 +22,7 @@ from pcfjudge.engine.failures import JudgingFailed, failure_summary, judging_fai
 from pcfjudge.engine.progress import DEADLINE_KIND
 from pcfjudge.engine.runner import CallOutcome, CallRunner, CallSpec
 from pcfjudge.engine.runner import reporting as runner_reporting
-from pcfjudge.judging import adaptive
+from pcfjudge.judging import adaptive, jury
 from pcfjudge.judging import consensus as cons
 from pcfjudge.judging import permutations as perms
 from pcfjudge.judging.cache_keys import cache_key, item_hash
@@ -322,12 +322,24 @@ def live(
 
 
 def run_event(
-    ids: list[str], weights: cons.Weights, record: RunRecord, done: list[RunRecord], total: int
+    ids: list[str],
+    weights: cons.Weights,
+    record: RunRecord,
+    done: list[RunRecord],
+    total: int,
+    shares: Sequence[float] | None = None,
 ) -> dict[str, object]:
-    """One finished run and the consensus so far (the mean over executions of the successful runs so far)."""
+    """One finished run and the consensus so far: the mean over executions of the successful runs so far (a jury's
+    executions are its jurors, pooled with their weights ``shares``)."""
     executions = sorted({r.execution for r in done})
     ok = [[r.result for r in done if r.execution == e and r.result is not None] for e in executions]
-    so_far = cons.aggregate(ids, ok, weights) if any(ok) else None
+    if shares is None:
+        so_far = cons.aggregate(ids, ok, weights) if any(ok) else None
+    else:
+        pairs = [
+            (cons.aggregate(ids, [runs], weights), shares[e]) for e, runs in zip(executions, ok, strict=True) if runs
+        ]
+        so_far = jury.pool_listwise(ids, [c for c, _ in pairs], [w for _, w in pairs]) if pairs else None
     result = record.result
     return {
         "execution": record.execution,

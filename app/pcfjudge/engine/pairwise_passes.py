@@ -14,14 +14,17 @@ If both orders fail the request fails (``JudgingFailed``, 502/503/504 as for lis
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Literal
 
 from pcfjudge.backends.base import JudgeCall
 from pcfjudge.backends.registry import Jury, ResolvedModel
+from pcfjudge.engine import progress
 from pcfjudge.engine.failures import JudgingFailed, judging_failed
-from pcfjudge.engine.runner import CallOutcome, CallRunner, CallSpec
+from pcfjudge.engine.progress import DEADLINE_KIND
+from pcfjudge.engine.runner import CallOutcome, CallRunner, CallSpec, reporting
 from pcfjudge.judging import apoc
 from pcfjudge.judging.cache_keys import cache_key, item_hash
 from pcfjudge.judging.estimation import EstimationCheck, check_estimation
@@ -91,6 +94,7 @@ class PairwiseResult:
     style: PromptStyle = DEFAULT_STYLE
     cost_usd: float | None = None  # usage at the model's price (PCFJ_PRICES), set by ``Judge``; None: unpriced
     jury: JuryReport | None = None  # a jury's judgment: every juror's decision and the agreement (engine/jury_runs.py)
+    stopped: Literal["deadline"] | None = None  # the caller's deadline cut a pass (its verdict is missing)
     pooled_preference_a: float | None = None  # a jury's: Σ ω_j preference_a_j
 
     @property
@@ -198,21 +202,28 @@ async def judge_pairwise(
     estimation = check_estimation(task.question, task.estimation)
 
     (direct_spec, direct), (swapped_spec, swapped) = planner.spec("direct"), planner.spec("swapped")
-    outcomes = await runner.run([direct_spec, swapped_spec], model, deadline=deadline, cache_mode=task.cache_mode)
     passes = [direct, swapped]
+    with _live({id(direct_spec): direct, id(swapped_spec): swapped}):
+        outcomes = await runner.run([direct_spec, swapped_spec], model, deadline=deadline, cache_mode=task.cache_mode)
     for record, outcome in zip(passes, outcomes, strict=True):
         _fill(record, outcome)
     if direct.verdict is None and swapped.verdict is None:
+        if all(o.error == DEADLINE_KIND for o in outcomes):
+            raise JudgingFailed(
+                504, "deadline: neither order finished by the deadline (they go on into the cache)", None
+            )
         raise _orders_failed(outcomes)
 
     plan = apoc.plan_keyed(direct.verdict, swapped.verdict, enabled=task.keyed, estimation=estimation.estimation)
     if plan.run:
         keyed_spec, keyed = planner.spec("keyed")
-        (keyed_outcome,) = await runner.run([keyed_spec], model, deadline=deadline, cache_mode=task.cache_mode)
+        with _live({id(keyed_spec): keyed}):
+            (keyed_outcome,) = await runner.run([keyed_spec], model, deadline=deadline, cache_mode=task.cache_mode)
         _fill(keyed, keyed_outcome)
         passes.append(keyed)
         outcomes.append(keyed_outcome)
     keyed_verdict = passes[2].verdict if len(passes) > 2 else None
+    cut = any(o.error == DEADLINE_KIND for o in outcomes)
     return PairwiseResult(
         model=model.string,
         decision=apoc.decide(direct.verdict, swapped.verdict, keyed_verdict, plan),
@@ -223,7 +234,24 @@ async def judge_pairwise(
         cache_hits=sum(1 for o in outcomes if o.cached),
         usage=sum((p.usage for p in passes), Usage()),
         style=task.style,
+        stopped="deadline" if cut else None,
     )
+
+
+def _live(records: dict[int, PassRecord]) -> AbstractContextManager[None]:
+    """With a listener (``stream: true``): a ``pass`` event as each pass finishes."""
+    if progress.listener() is None:
+        return nullcontext()
+
+    def hook(spec: CallSpec, outcome: CallOutcome) -> None:
+        record = records[id(spec)]
+        if outcome.error == DEADLINE_KIND:
+            return
+        _fill(record, outcome)
+        data = {"pass": record.name, "order": ["A" if i == 0 else "B" for i in record.order], "model": record.model}
+        progress.emit("pass", data | {"verdict": record.verdict, "cached": record.cached, "error": record.error})
+
+    return reporting(hook)
 
 
 def _fill(record: PassRecord, outcome: CallOutcome) -> None:

@@ -20,7 +20,8 @@ from dataclasses import replace
 
 from pcfjudge.backends.registry import ResolvedModel
 from pcfjudge.engine.failures import JudgingFailed, failure_summary, judging_failed
-from pcfjudge.engine.listwise_runs import ListwiseResult, ListwiseTask, call_specs, fill_record, plan_runs, required_ok
+from pcfjudge.engine.listwise_runs import ListwiseResult, ListwiseTask, call_specs, fill_record, needed_ok, plan_runs
+from pcfjudge.engine.progress import DEADLINE_KIND
 from pcfjudge.engine.runner import CallOutcome, CallRunner
 from pcfjudge.judging import consensus as cons
 from pcfjudge.judging.prompts import listwise_version
@@ -66,6 +67,7 @@ async def judge_windows(
     window: int,
     deadline: float,
     quorum: float | None = None,
+    min_runs: int = 2,
 ) -> ListwiseResult:
     """Judge ``task``'s candidates in windows (use ``Judge.listwise``, which sends every task over one window here)."""
     n = len(task.ids)
@@ -79,6 +81,9 @@ async def judge_windows(
         specs = [call_specs(t, plan_runs(t, model.string, params), model, params)[0] for t in tasks]
         made = await runner.run(specs, model, deadline=deadline, cache_mode=task.cache_mode)
         for w, sub, outcome in zip(windows, tasks, made, strict=True):
+            if outcome.error == DEADLINE_KIND:
+                ranking.cut()
+                continue
             record = RunRecord(ranking.steps - 1, len(records), sub.ids, 0)
             fill_record(record, outcome, LABELS[: len(w)], sub.ids)
             records.append(record)
@@ -94,10 +99,11 @@ async def judge_windows(
                     acc[i] += v[i + 1]
     fit = ranking.fit()
     ok = len(records) - ranking.failed
-    needed = required_ok(len(records), quorum)
+    cut = ranking.stopped == "deadline"
+    needed = needed_ok(len(records), quorum, [cut] if cut else [], ranking.calls, min_runs)
     unscaled = [task.ids[c] for c in range(n) if fit.appearances[c] == 0]
     if ok < needed or unscaled or fit.components > 1:
-        raise _failed(records, outcomes, ok, needed, unscaled, fit.components)
+        raise _failed(records, outcomes, ok, needed, unscaled, fit.components, cut)
     candidates = {
         cid: cons.CandidateConsensus(fit.scores[c], *(s / fit.appearances[c] for s in sums[c]))
         for c, cid in enumerate(task.ids)
@@ -137,13 +143,26 @@ async def judge_windows(
         prompt_version=listwise_version(task.reference, task.style),
         quorum=needed,
         windows=report,
+        stopped="deadline" if cut else None,
+        runs_planned=ranking.calls,
     )
 
 
 def _failed(
-    records: list[RunRecord], outcomes: list[CallOutcome], ok: int, needed: int, unscaled: list[str], components: int
+    records: list[RunRecord],
+    outcomes: list[CallOutcome],
+    ok: int,
+    needed: int,
+    unscaled: list[str],
+    components: int,
+    cut: bool = False,
 ) -> JudgingFailed:
     failed = [o for o in outcomes if o.answer is None]
+    if cut:  # the caller's deadline: say how far it got
+        detail = (
+            f"deadline: {ok} window runs succeeded by the deadline (need {needed}), {len(unscaled)} candidates unjudged"
+        )
+        return JudgingFailed(504, f"{detail}; the windows in flight finish into the cache", None, records)
     if ok < needed:
         detail = f"only {ok} of {len(records)} window runs succeeded (need {needed})"
     elif unscaled:

@@ -36,7 +36,7 @@ from pcfjudge.judging.run_records import RunJudgments
 from pcfjudge.judging.window_fit import Observation, WindowFit, fit_windows
 from pcfjudge.judging.windows import Window, plan_windows, uncertain_at, window_sizes, windows_over
 
-WindowStop = Literal["rounds", "certified", "budget", "failed", "incomplete"]
+WindowStop = Literal["rounds", "certified", "budget", "failed", "incomplete", "deadline"]
 FOCUS_ROUNDS = 2
 CERTAIN_Z = 2.0
 """A candidate is uncertain while its fitted consensus is within this many standard errors of the boundary."""
@@ -168,6 +168,10 @@ class WindowRanking:
             return
         self.observations.extend((call, c, values[c]) for c in window)
         self._fit = None
+
+    def cut(self) -> None:
+        """The caller's deadline came: no further step (the windows it cut are not recorded)."""
+        self.stopped = "deadline"
 
     def fit(self) -> WindowFit:
         if self._fit is None:

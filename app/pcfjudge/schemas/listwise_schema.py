@@ -146,10 +146,11 @@ class WindowsOut(BaseModel):
     calls_budgeted: int = Field(description="The most calls this judgment could make (checked against the limits).")
     windows_judged: int
     steps: int = Field(description="Round trips: the first rounds together, then one per boundary round.")
-    stopped: Literal["rounds", "certified", "budget", "failed"] = Field(
+    stopped: Literal["rounds", "certified", "budget", "failed", "incomplete", "deadline"] = Field(
         description="rounds: every round made; certified: the top (the winner, or rerank's top_n) no longer in "
         "doubt; budget: the rounds ran out with candidates still within two standard errors of the boundary; "
-        "failed: calls of a step failed, so no further boundary round was planned (the result is degraded)."
+        "failed: calls of a step failed, so no further boundary round was planned (the result is degraded); "
+        "incomplete: failed calls left a candidate unjudged or off the scale; deadline: the caller's deadline came."
     )
     residual_sd: float = Field(description="Scatter of one call's values around the fit (0–100 scale).")
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictInt
 
-from pcfjudge.schemas.common import MODEL_OR_JURY, JuryOut, RunTokens, Strict, Text, UsageOut
+from pcfjudge.schemas.common import DEADLINE_MS, MODEL_OR_JURY, STREAM, JuryOut, RunTokens, Strict, Text, UsageOut
 
 Verdict = Literal["A", "B", "tie"]
 
@@ -31,6 +31,8 @@ class PairwiseRequest(Strict):
     oracle_best: Literal["A", "B"] | None = Field(
         default=None, description="sim:oracle only: which response is truly better (for simulations)."
     )
+    deadline_ms: StrictInt | None = Field(default=None, ge=1, le=86_400_000, description=DEADLINE_MS)
+    stream: bool = Field(default=False, description=STREAM)
 
 
 class KeyedOut(BaseModel):
@@ -87,3 +89,6 @@ class PairwiseResponse(BaseModel):
     usage: UsageOut
     degraded: bool
     jury: JuryOut | None = Field(default=None, description="A jury's judgment: each juror's verdict and agreement.")
+    stopped: Literal["deadline"] | None = Field(
+        default=None, description="deadline: the caller's deadline cut a pass (its verdict is null; see decision)."
+    )

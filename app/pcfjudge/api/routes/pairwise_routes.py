@@ -3,24 +3,45 @@ judged through ``services.judge``, shaped by ``pcfjudge.doors.pairwise_response`
 
 from __future__ import annotations
 
+from typing import Any
+
 from fastapi import APIRouter, Request
 
 from pcfjudge.api.deps import ServicesDep
-from pcfjudge.api.error_handlers import ERROR_RESPONSES
+from pcfjudge.api.error_handlers import ERROR_RESPONSES, STREAM_RESPONSE
+from pcfjudge.api.streaming import stream
+from pcfjudge.doors.anytime import answer_deadline
 from pcfjudge.doors.decisions import judged, record_pairwise
 from pcfjudge.doors.pairwise_response import to_response
 from pcfjudge.doors.pairwise_task import build_task
+from pcfjudge.engine import progress
 from pcfjudge.schemas.pairwise_schema import PairwiseRequest, PairwiseResponse
 
 router = APIRouter()
 
 
 @router.post(
-    "/judge/pairwise", response_model=PairwiseResponse, responses=ERROR_RESPONSES, response_model_by_alias=True
+    "/judge/pairwise",
+    response_model=PairwiseResponse,
+    responses=ERROR_RESPONSES | STREAM_RESPONSE,
+    response_model_by_alias=True,
 )
-async def judge_pairwise_route(body: PairwiseRequest, request: Request, services: ServicesDep) -> PairwiseResponse:
-    """APOCJudge: judge both orders; on disagreement accept the swapped verdict only if a keyed pass confirms it."""
+async def judge_pairwise_route(body: PairwiseRequest, request: Request, services: ServicesDep) -> Any:
+    """APOCJudge: judge both orders; on disagreement accept the swapped verdict only if a keyed pass confirms it.
+    ``deadline_ms`` (or ``Prefer: wait=<s>``) answers by then; ``stream`` sends server-sent events."""
+    deadline = answer_deadline(services.settings, body.deadline_ms, request.headers.get("prefer"))
     task = build_task(body, services.settings, services.judge)
-    result = await judged("/judge/pairwise", services.judge.pairwise(task))
-    record_pairwise(result, services.metrics)
-    return to_response(result, request.state.request_id, body.include_runs)
+
+    async def judgment() -> PairwiseResponse:
+        result = await judged("/judge/pairwise", services.judge.pairwise(task))
+        record_pairwise(result, services.metrics)
+        return to_response(result, request.state.request_id, body.include_runs)
+
+    if body.stream:
+
+        async def data() -> dict[str, Any]:
+            return (await judgment()).model_dump(mode="json", by_alias=True)
+
+        return stream(data, deadline, request.state.request_id)
+    with progress.anytime(deadline):
+        return await judgment()
