@@ -10,6 +10,7 @@ groups together (422; each group also within ``PCFJ_MAX_CALLS_PER_REQUEST``, ret
 
 from __future__ import annotations
 
+import asyncio
 import weakref
 from collections import Counter
 from collections.abc import Iterator, Sequence
@@ -18,7 +19,7 @@ from dataclasses import dataclass, replace
 
 from pcfjudge import context
 from pcfjudge.doors.checks import resolve_model
-from pcfjudge.engine import spend
+from pcfjudge.engine import progress, spend
 from pcfjudge.engine.judge import Judge
 from pcfjudge.errors import ApiError, Refusal, client_error
 from pcfjudge.judging import permutations as perms
@@ -152,8 +153,11 @@ def _check_lengths(s: Settings, item: Item, field: str) -> None:
 async def judge_plan(s: Settings, rewards: Rewards, plan: Plan) -> Judged:
     """Judge (or collect) every group and shape one result per sample, in order."""
     allowance = spend.Meter(s.max_reward_calls_per_request, "PCFJ_MAX_REWARD_CALLS_PER_REQUEST", spend.current())
+    wait_s = plan.wait_s
+    if (by := progress.answer_by()) is not None:  # the caller's deadline: a group closes in time to be judged
+        wait_s = min(wait_s, max(0.0, (by.at - asyncio.get_running_loop().time()) / 2))
     with _waiting(s, rewards, plan), spend.metering(allowance):
-        verdicts = await rewards.judge_groups(plan.groups, size=plan.size, wait_s=plan.wait_s)
+        verdicts = await rewards.judge_groups(plan.groups, size=plan.size, wait_s=wait_s)
     samples, failures = [], []
     for item, g in zip(plan.items, plan.where, strict=True):
         outcome = verdicts[g].outcome(item.response)
@@ -214,6 +218,7 @@ def sample_result(outcome: MemberOutcome, mode: RewardMode, reference: bool) -> 
         order_sensitive=outcome.order_sensitive,
         k=outcome.k,
         prompt_version=outcome.prompt_version,
+        stopped=outcome.stopped,
         error=SampleError(error=failure.kind, detail=failure.detail, retry_after=failure.retry_after)
         if failure
         else None,

@@ -85,6 +85,7 @@ class MemberOutcome:
     winner: bool | None = None
     order_sensitive: bool | None = None
     failure: Failure | None = None
+    stopped: str | None = None  # "deadline": the caller's deadline cut the group's judgment (a partial consensus)
 
     def reward(self, mode: RewardMode) -> float | None:
         """The reward in 0–1 for ``mode`` (see the module docstring); None when the judgment failed."""
@@ -209,4 +210,5 @@ def _scored(base: MemberOutcome, result: ListwiseResult, cid: str) -> MemberOutc
         rank=result.consensus.ranking.index(cid) + 1 if group else None,
         winner=cid in result.consensus.winners if group else None,
         order_sensitive=result.order_sensitive,
+        stopped="deadline" if result.stopped == "deadline" else None,
     )

@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, Field
 
-from pcfjudge.schemas.common import Strict, Text, non_blank
+from pcfjudge.schemas.common import DEADLINE_MS, STREAM, Strict, Text, non_blank
 from pcfjudge.schemas.listwise_schema import CandidateOut, ListwiseResponse
 from pcfjudge.types import MAX_K
 
@@ -44,6 +44,10 @@ class RerankOptions(Strict):
         default=None,
         description="Ask the judge for rationales (null: the server's default, PCFJ_RATIONALES; off for rerank). False saves "
         "output tokens and seconds per call.",
+    )
+    deadline_ms: int | None = Field(default=None, ge=1, le=86_400_000, description=DEADLINE_MS)
+    stream: bool = Field(
+        default=False, description=STREAM + " /v1 and /v2/rerank only (the result event is the Cohere response)."
     )
 
 

@@ -8,7 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 from pydantic.config import JsonDict
 
-from pcfjudge.schemas.common import MAX_TEXT_CHARS, MODEL_OR_JURY, Strict, Text
+from pcfjudge.schemas.common import DEADLINE_MS, MAX_TEXT_CHARS, MODEL_OR_JURY, STREAM, Strict, Text
 from pcfjudge.types import MAX_K
 
 RewardMode = Literal["consensus", "borda", "win"]
@@ -48,6 +48,12 @@ class RewardOptions(Strict):
         description="Longest wait for a group's members; then it is judged with those that arrived. "
         "Default PCFJ_REWARD_GROUP_WAIT_MS.",
     )
+    deadline_ms: int | None = Field(
+        default=None,
+        ge=1,
+        le=86_400_000,
+        description=DEADLINE_MS + " A group also stops waiting for members at half of it.",
+    )
 
 
 class RewardSample(Strict):
@@ -71,6 +77,7 @@ class RewardSample(Strict):
 
 
 class RewardRequest(RewardOptions):
+    stream: bool = Field(default=False, description=STREAM)
     samples: list[RewardSample] = Field(
         min_length=1,
         description="At most PCFJ_MAX_SAMPLES_PER_REQUEST (default 512): more is a 413 naming the limit.",
@@ -99,6 +106,9 @@ class RewardSampleResult(BaseModel):
     order_sensitive: bool | None = Field(description="Whether the judge's top pick changed with the order.")
     k: int = Field(description="Permutations (calls) the group's judgment used.")
     prompt_version: str
+    stopped: Literal["deadline"] | None = Field(
+        default=None, description="deadline: the caller's deadline cut the group's runs (a partial consensus)."
+    )
     error: SampleError | None = None
     group_note: str | None = Field(
         default=None,

@@ -21,18 +21,25 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from pcfjudge._version import __version__
 from pcfjudge.api.deps import ServicesDep
-from pcfjudge.api.error_handlers import ERROR_RESPONSES, as_api_error
+from pcfjudge.api.error_handlers import ERROR_RESPONSES, STREAM_RESPONSE, as_api_error
+from pcfjudge.api.streaming import stream
+from pcfjudge.doors.anytime import answer_deadline
 from pcfjudge.doors.rerank import CHARS_PER_TOKEN, build_task, cut, document_text, judge_model, rerank
+from pcfjudge.engine import progress
+from pcfjudge.engine.listwise_runs import ListwiseTask
+from pcfjudge.engine.progress import AnswerBy
 from pcfjudge.errors import client_error
 from pcfjudge.schemas.common import ErrorResponse
 from pcfjudge.schemas.rerank_schema import (
     CohereRerankRequest,
+    RerankOptions,
     RerankResponse,
     TeiErrorResponse,
     TeiInfo,
     TeiRank,
     TeiRerankRequest,
 )
+from pcfjudge.services import Services
 
 TEI_STATUS: dict[int, tuple[int, str]] = {
     400: (400, "Empty"),
@@ -140,9 +147,11 @@ async def tei_rerank(body: TeiRerankRequest, request: Request, services: Service
         query = cut(query, s.max_question_chars, keep_end)
         texts = [cut(text, s.max_candidate_chars, keep_end) for text in texts]
     model = judge_model(services.judge, None, body.pcfjudge)
+    deadline = _deadline(services, body.pcfjudge, request)
     task = build_task(s, query, texts, body.pcfjudge, model, "texts")
     include_runs = body.pcfjudge is not None and body.pcfjudge.include_runs
-    ranked = await rerank(services.judge, services.metrics, request.state.request_id, task, include_runs, "/rerank")
+    with progress.anytime(deadline):
+        ranked = await rerank(services.judge, services.metrics, request.state.request_id, task, include_runs, "/rerank")
     stats = {int(c.id): c for c in ranked.detail.candidates}
     ranks = [
         TeiRank(
@@ -156,9 +165,9 @@ async def tei_rerank(body: TeiRerankRequest, request: Request, services: Service
     return JSONResponse(ranks)
 
 
-@router.post("/v1/rerank", response_model=RerankResponse, responses=COHERE_RESPONSES, tags=["rerank"])
-@router.post("/v2/rerank", response_model=RerankResponse, responses=COHERE_RESPONSES, tags=["rerank"])
-async def cohere_rerank(body: CohereRerankRequest, request: Request, services: ServicesDep) -> JSONResponse:
+@router.post("/v1/rerank", response_model=RerankResponse, responses=COHERE_RESPONSES | STREAM_RESPONSE, tags=["rerank"])
+@router.post("/v2/rerank", response_model=RerankResponse, responses=COHERE_RESPONSES | STREAM_RESPONSE, tags=["rerank"])
+async def cohere_rerank(body: CohereRerankRequest, request: Request, services: ServicesDep) -> Response:
     """Cohere's (and Jina's) rerank: the documents judged as one PCFJudge listwise judgment, best first.
 
     ``relevance_score`` is consensus/100; ties keep equal scores in request order. ``model`` picks one of our
@@ -170,9 +179,29 @@ async def cohere_rerank(body: CohereRerankRequest, request: Request, services: S
     if body.max_tokens_per_doc is not None:
         texts = [cut(text, body.max_tokens_per_doc * CHARS_PER_TOKEN) for text in texts]
     model = judge_model(services.judge, body.model, body.pcfjudge)
+    deadline = _deadline(services, body.pcfjudge, request)
     task = build_task(services.settings, body.query, texts, body.pcfjudge, model, "documents", body.top_n)
-    include_runs = body.pcfjudge is not None and body.pcfjudge.include_runs
     endpoint = "/v1/rerank" if request.url.path.startswith("/v1/") else "/v2/rerank"
+
+    async def reranked() -> dict[str, Any]:
+        return await _cohere_payload(body, request, services, task, endpoint, len(texts))
+
+    if body.pcfjudge is not None and body.pcfjudge.stream:
+        return stream(reranked, deadline, request.state.request_id)
+    with progress.anytime(deadline):
+        return JSONResponse(await reranked())
+
+
+def _deadline(services: Services, options: RerankOptions | None, request: Request) -> AnswerBy | None:
+    given = options.deadline_ms if options is not None else None
+    return answer_deadline(services.settings, given, request.headers.get("prefer"))
+
+
+async def _cohere_payload(
+    body: CohereRerankRequest, request: Request, services: Services, task: ListwiseTask, endpoint: str, n: int
+) -> dict[str, Any]:
+    """The Cohere-shaped answer for the judged documents (``pcfjudge``: the full consensus, when asked)."""
+    include_runs = body.pcfjudge is not None and body.pcfjudge.include_runs
     ranked = await rerank(services.judge, services.metrics, request.state.request_id, task, include_runs, endpoint)
     usage = ranked.detail.usage
     tokens = {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens}
@@ -185,7 +214,7 @@ async def cohere_rerank(body: CohereRerankRequest, request: Request, services: S
         results.append(item)
     meta = {
         "api_version": {"version": endpoint[2]},
-        "billed_units": {"search_units": -(-len(texts) // 100), **tokens},
+        "billed_units": {"search_units": -(-n // 100), **tokens},
         "tokens": tokens,
     }
     response = RerankResponse.model_validate(
@@ -204,7 +233,7 @@ async def cohere_rerank(body: CohereRerankRequest, request: Request, services: S
             del item["document"]
     if payload["pcfjudge"] is None:
         del payload["pcfjudge"]
-    return JSONResponse(payload)
+    return payload
 
 
 router.include_router(tei_router)  # one router for the app: include_router keeps TeiRoute for /rerank

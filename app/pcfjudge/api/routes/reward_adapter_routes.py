@@ -16,11 +16,14 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Depends, Query, Request
 
 from pcfjudge.api.deps import ServicesDep
 from pcfjudge.api.error_handlers import ERROR_RESPONSES
+from pcfjudge.doors.anytime import answer_deadline
 from pcfjudge.doors.reward_plan import Item, check_samples, failure_error, judge_plan, plan
+from pcfjudge.engine import progress
+from pcfjudge.engine.progress import AnswerBy
 from pcfjudge.errors import client_error
 from pcfjudge.reward.text import chat_text, strip_end_tokens
 from pcfjudge.schemas.reward_schema import (
@@ -31,27 +34,50 @@ from pcfjudge.schemas.reward_schema import (
     SlimeRequest,
     SlimeResponse,
 )
+from pcfjudge.services import Services
 from pcfjudge.types import MAX_K
 
 router = APIRouter()
 
 
+OPENRLHF_DEADLINE_MS = 170_000
+"""OpenRLHF's remote reward client posts with a hard-coded 180 s timeout (``request_api_wrapper``): answer 10 s
+before it, so the trainer gets the partial consensus instead of a timeout and a retry."""
+SLIME_DEADLINE_MS = 290_000
+"""slime's ``remote_rm`` posts on an aiohttp session with the default 300 s total timeout: answer 10 s before it."""
+
+
 async def query_options(  # async: FastAPI runs a plain def dependency on its thread pool, a hop per request
-    model: Annotated[str | None, Query(description="provider:model")] = None,
+    model: Annotated[str | None, Query(description="provider:model, or a jury (a PCFJ_JURIES name or a,b,c)")] = None,
     k: Annotated[int | None, Query(ge=1, le=MAX_K, description="permutations per group")] = None,
     reward: Annotated[RewardMode, Query(description="consensus, borda or win")] = "consensus",
     group_size: Annotated[int | None, Query(ge=1, le=26, description="members a group waits for")] = None,
     group_wait_ms: Annotated[int | None, Query(ge=0, le=600_000, description="longest wait for them")] = None,
+    deadline_ms: Annotated[
+        int | None, Query(ge=1, le=86_400_000, description="answer by then (default: the trainer's timeout - 10 s)")
+    ] = None,
 ) -> RewardOptions:
-    return RewardOptions(model=model, k=k, reward=reward, group_size=group_size, group_wait_ms=group_wait_ms)
+    return RewardOptions(
+        model=model, k=k, reward=reward, group_size=group_size, group_wait_ms=group_wait_ms, deadline_ms=deadline_ms
+    )
 
 
 OptionsDep = Annotated[RewardOptions, Depends(query_options)]
 
 
+def trainer_deadline(services: Services, options: RewardOptions, request: Request, default_ms: int) -> AnswerBy | None:
+    """The request's deadline (query ``deadline_ms`` or ``Prefer: wait``), else what the trainer is known to wait."""
+    given = options.deadline_ms if options.deadline_ms is not None or request.headers.get("prefer") else default_ms
+    return answer_deadline(services.settings, given, request.headers.get("prefer"))
+
+
 @router.post("/get_reward", response_model=OpenRLHFResponse, responses=ERROR_RESPONSES)
-async def openrlhf_route(body: OpenRLHFRequest, options: OptionsDep, services: ServicesDep) -> OpenRLHFResponse:
-    """OpenRLHF's remote reward model protocol (see the module docstring); 503 + Retry-After on judging failures."""
+async def openrlhf_route(
+    body: OpenRLHFRequest, options: OptionsDep, services: ServicesDep, request: Request
+) -> OpenRLHFResponse:
+    """OpenRLHF's remote reward model protocol (see the module docstring); 503 + Retry-After on judging failures.
+    Answers within OpenRLHF's 180 s client timeout (170 s unless ``deadline_ms`` says otherwise)."""
+    deadline = trainer_deadline(services, options, request, OPENRLHF_DEADLINE_MS)
     n = len(body.query)
     check_samples(services.settings, n, "query")  # before any work on them
     if len(body.prompts) != n:
@@ -70,7 +96,8 @@ async def openrlhf_route(body: OpenRLHFRequest, options: OptionsDep, services: S
     if not items:  # OpenRLHF shards a batch over several URLs; a shard may be empty
         return OpenRLHFResponse(rewards=[], scores=[], extra_logs={})
     reward_plan = plan(services.settings, services.judge, options, items, "query")
-    judged = await judge_plan(services.settings, services.rewards, reward_plan)
+    with progress.anytime(deadline):
+        judged = await judge_plan(services.settings, services.rewards, reward_plan)
     if judged.failures:
         raise failure_error(judged.failures, status=503)
     rewards = [s.reward for s in judged.samples if s.reward is not None]
@@ -88,14 +115,19 @@ async def openrlhf_route(body: OpenRLHFRequest, options: OptionsDep, services: S
 
 
 @router.post("/v1/reward/one", response_model=SlimeResponse, responses=ERROR_RESPONSES)
-async def slime_route(body: SlimeRequest, options: OptionsDep, services: ServicesDep) -> SlimeResponse:
-    """slime's ``remote_rm`` protocol: one sample, answered ``{"reward": …}``; 503 + Retry-After on failure."""
+async def slime_route(
+    body: SlimeRequest, options: OptionsDep, services: ServicesDep, request: Request
+) -> SlimeResponse:
+    """slime's ``remote_rm`` protocol: one sample, answered ``{"reward": …}``; 503 + Retry-After on failure.
+    Answers within slime's 300 s client timeout (290 s unless ``deadline_ms`` says otherwise)."""
+    deadline = trainer_deadline(services, options, request, SLIME_DEADLINE_MS)
     prompt = chat_text(body.prompt)
     if not prompt.strip():
         raise client_error("prompt", "must not be empty or only whitespace")
     label = None if body.label is None else str(body.label)
     reward_plan = plan(services.settings, services.judge, options, [Item(prompt, body.response, label)], "body")
-    judged = await judge_plan(services.settings, services.rewards, reward_plan)
+    with progress.anytime(deadline):
+        judged = await judge_plan(services.settings, services.rewards, reward_plan)
     if judged.failures:
         raise failure_error(judged.failures, status=503)
     return SlimeResponse.model_validate(judged.samples[0].model_dump())

@@ -5,30 +5,49 @@ Retry-After when overloaded) so clients' retry loops retry; otherwise a failed s
 
 from __future__ import annotations
 
+from typing import Any
+
 from fastapi import APIRouter, Request
 
 from pcfjudge.api.deps import ServicesDep
-from pcfjudge.api.error_handlers import ERROR_RESPONSES
+from pcfjudge.api.error_handlers import ERROR_RESPONSES, STREAM_RESPONSE
+from pcfjudge.api.streaming import stream
+from pcfjudge.doors.anytime import answer_deadline
 from pcfjudge.doors.reward_plan import Item, check_samples, failure_error, judge_plan, plan
+from pcfjudge.engine import progress
 from pcfjudge.schemas.reward_schema import RewardRequest, RewardResponse
 
 router = APIRouter()
 
 
-@router.post("/v1/reward", response_model=RewardResponse, responses=ERROR_RESPONSES)
-async def reward_route(body: RewardRequest, request: Request, services: ServicesDep) -> RewardResponse:
-    """Rewards (0-1) for completions; samples of a group (default: same prompt) are judged together, K calls a group."""
+@router.post("/v1/reward", response_model=RewardResponse, responses=ERROR_RESPONSES | STREAM_RESPONSE)
+async def reward_route(body: RewardRequest, request: Request, services: ServicesDep) -> Any:
+    """Rewards (0-1) for completions; samples of a group (default: same prompt) are judged together, K calls a group.
+    ``deadline_ms`` (or ``Prefer: wait=<s>``) answers by then; ``stream`` sends server-sent events."""
     settings = services.settings
+    deadline = answer_deadline(settings, body.deadline_ms, request.headers.get("prefer"))
     check_samples(settings, len(body.samples), "samples")
     items = [Item(s.prompt, s.response, s.reference, s.group) for s in body.samples]
-    judged = await judge_plan(settings, services.rewards, plan(settings, services.judge, body, items, "samples"))
-    if len(judged.failures) == len(judged.samples):
-        raise failure_error(judged.failures)
-    return RewardResponse(
-        request_id=request.state.request_id,
-        model=judged.model,
-        reward=body.reward,
-        rewards=[s.reward for s in judged.samples],
-        samples=judged.samples,
-        usage=judged.usage,
-    )
+    reward_plan = plan(settings, services.judge, body, items, "samples")
+
+    async def rewarded() -> RewardResponse:
+        judged = await judge_plan(settings, services.rewards, reward_plan)
+        if len(judged.failures) == len(judged.samples):
+            raise failure_error(judged.failures)
+        return RewardResponse(
+            request_id=request.state.request_id,
+            model=judged.model,
+            reward=body.reward,
+            rewards=[s.reward for s in judged.samples],
+            samples=judged.samples,
+            usage=judged.usage,
+        )
+
+    if body.stream:
+
+        async def data() -> dict[str, Any]:
+            return (await rewarded()).model_dump(mode="json")
+
+        return stream(data, deadline, request.state.request_id)
+    with progress.anytime(deadline):
+        return await rewarded()
