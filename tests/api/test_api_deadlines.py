@@ -164,3 +164,40 @@ async def test_a_jurys_deadline_and_stream() -> None:
     runs = [data for kind, data in events if kind == "run"]
     assert {r["model"] for r in runs} == set(jury) and len(runs) == 4 and events[-1][0] == "result"
     assert runs[-1]["winners"] == events[-1][1]["winners"]
+
+
+async def test_reward_and_rerank_take_a_deadline_and_stream(fake: FakeProvider) -> None:
+    samples = [{"prompt": QUESTION, "response": a} for a in ANSWERS]
+    slow_after(fake, 3)
+    async with app_with_services(provider_settings("openai", fake)) as (client, _):
+        rewarded = await client.post("/v1/reward", json={"samples": samples, "k": 7, "deadline_ms": 800})
+        fake.faults(always="ok")
+        docs = {"query": QUESTION + " (rerank)", "documents": ANSWERS, "pcfjudge": {"k": 3, "stream": True}}
+        async with client.stream("POST", "/v2/rerank", json=docs) as reply:
+            events = await read_events(reply)
+        streamed = {"samples": [{**x, "prompt": QUESTION + " (stream)"} for x in samples], "k": 3, "stream": True}
+        async with client.stream("POST", "/v1/reward", json=streamed) as reply:
+            reward_events = await read_events(reply)
+    data = rewarded.json()
+    assert rewarded.status_code == 200 and all(s["stopped"] == "deadline" and s["k"] == 3 for s in data["samples"])
+    assert [k for k, _ in events] == ["run"] * 3 + ["result"] and len(events[-1][1]["results"]) == 4
+    assert [k for k, _ in reward_events] == ["run"] * 3 + ["result"] and len(reward_events[-1][1]["rewards"]) == 4
+
+
+async def test_openrlhf_adapter_answers_before_its_trainers_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
+    """OpenRLHF waits 180 s: the adapter answers by 170 s unless told. Scaled down here: the same default, read from
+    the module, shortened to 0.6 s, against a simulated judge that takes 1 s a call."""
+    from pcfjudge.api.routes import reward_adapter_routes as adapters
+    from pcfjudge.settings import Settings
+
+    assert adapters.OPENRLHF_DEADLINE_MS == 170_000 and adapters.SLIME_DEADLINE_MS == 290_000
+    monkeypatch.setattr(adapters, "OPENRLHF_DEADLINE_MS", 600)
+    prompt = "Q: What is 2 + 2?\nA: "
+    query = {"query": [prompt + "4", prompt + "5"], "prompts": [prompt, prompt]}
+    async with app_with_services(Settings(sim_latency_ms=1000)) as (client, _):
+        quick = await client.post("/get_reward?k=7", json=query)
+        told = await client.post(
+            "/get_reward?k=3&deadline_ms=5000", json={**query, "query": [prompt + "four", prompt + "5"]}
+        )
+    assert quick.status_code == 503 and "deadline" in quick.json()["detail"]  # every run still in flight at 0.6 s
+    assert told.status_code == 200 and len(told.json()["rewards"]) == 2
