@@ -11,6 +11,7 @@ import sys
 import pcfjudge
 import pydantic
 import pytest
+from pcfjudge.client import StreamEvent
 from pcfjudge.schemas.listwise_schema import ListwiseResponse
 from pcfjudge.schemas.pairwise_schema import PairwiseResponse
 from pcfjudge.schemas.rerank_schema import RerankResponse
@@ -97,6 +98,30 @@ def test_the_typed_client_with_a_jury(serve_url: str) -> None:
     assert reranked.pcfjudge.jury is not None and all(j.delivered for j in reranked.pcfjudge.jury.jurors)
     assert len(rewarded.rewards) == 3 and all(r is not None for r in rewarded.rewards)
     assert again.jury is not None and again.usage.backend_calls == 0 and again.winner == pairwise.winner
+
+
+def test_the_typed_client_streams_sync_and_async(serve_url: str) -> None:
+    """Issue 32: run (pass) events as they come, then the result parsed into the response model; an error event or a
+    refused request raises ServiceError."""
+    question = QUESTION + " (streamed)"
+    with pcfjudge.Client(serve_url) as judge:
+        got = list(judge.listwise_stream(question, CANDIDATES, k=3, include_runs=False))
+        passes = list(judge.pairwise_stream(question, CANDIDATES[0], CANDIDATES[1]))
+        with pytest.raises(pcfjudge.ServiceError) as refused:
+            list(judge.listwise_stream(question, CANDIDATES, k=3, deadline_ms=1))
+
+    async def rewards() -> list[StreamEvent[RewardResponse]]:
+        async with pcfjudge.AsyncClient(serve_url) as judge:
+            samples = [{"prompt": question, "response": text} for text in CANDIDATES]
+            return [event async for event in judge.reward_stream(samples, k=3)]
+
+    rewarded = asyncio.run(rewards())
+    assert [e.kind for e in got] == ["run", "run", "run", "result"] and got[-1].response is not None
+    assert isinstance(got[-1].response, ListwiseResponse) and got[-1].response.winners == got[-2].data["winners"]
+    assert {e.data["pass"] for e in passes[:-1]} >= {"direct", "swapped"} and passes[-1].kind == "result"
+    assert isinstance(passes[-1].response, PairwiseResponse)
+    assert refused.value.status == 422 and "deadline_ms" in refused.value.detail
+    assert rewarded[-1].response is not None and len(rewarded[-1].response.rewards) == 3
 
 
 @pytest.mark.slow

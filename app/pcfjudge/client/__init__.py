@@ -9,9 +9,10 @@ from typing import TYPE_CHECKING, Any
 from pcfjudge.client.http import RetryPolicy, ServiceError
 
 if TYPE_CHECKING:
+    from pcfjudge.client.events import StreamEvent
     from pcfjudge.client.typed import AsyncClient, Client
 
-__all__ = ["AsyncClient", "Client", "RetryPolicy", "ServiceError"]
+__all__ = ["AsyncClient", "Client", "RetryPolicy", "ServiceError", "StreamEvent"]
 
 
 def __getattr__(name: str) -> Any:
@@ -21,4 +22,8 @@ def __getattr__(name: str) -> Any:
         from pcfjudge.client import typed
 
         return getattr(typed, name)
+    if name == "StreamEvent":
+        from pcfjudge.client import events
+
+        return events.StreamEvent
     raise AttributeError(f"module 'pcfjudge.client' has no attribute {name!r}")

@@ -12,13 +12,14 @@ with the server's JSON. Imports httpx and pydantic only: no FastAPI, Redis or pr
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from types import TracebackType
 from typing import Any, TypeVar
 
 import httpx
 from pydantic import BaseModel
 
+from pcfjudge.client.events import StreamEvent, aevents, events
 from pcfjudge.client.http import (
     DEFAULT_RETRY,
     RetryPolicy,
@@ -126,6 +127,23 @@ class Client:
             "/judge/pairwise", pairwise_payload(question, response_a, response_b, options), PairwiseResponse
         )
 
+    def listwise_stream(
+        self, question: str, candidates: Sequence[Candidate], **options: Any
+    ) -> Iterator[StreamEvent[ListwiseResponse]]:
+        """``listwise`` with ``stream: true``: a run event per finished run (the consensus so far), then the result."""
+        return events(self.http, "/judge/listwise", listwise_payload(question, candidates, options), ListwiseResponse)
+
+    def pairwise_stream(
+        self, question: str, response_a: str, response_b: str, **options: Any
+    ) -> Iterator[StreamEvent[PairwiseResponse]]:
+        """``pairwise`` with ``stream: true``: a pass event per finished pass, then the result."""
+        body = pairwise_payload(question, response_a, response_b, options)
+        return events(self.http, "/judge/pairwise", body, PairwiseResponse)
+
+    def reward_stream(self, samples: Sequence[Sample], **options: Any) -> Iterator[StreamEvent[RewardResponse]]:
+        """``reward`` with ``stream: true``: a run event per finished run of any group, then the result."""
+        return events(self.http, "/v1/reward", reward_payload(samples, options), RewardResponse)
+
     def rerank(
         self,
         query: str,
@@ -203,3 +221,18 @@ class AsyncClient:
 
     async def reward(self, samples: Sequence[Sample], **options: Any) -> RewardResponse:
         return await self.post("/v1/reward", reward_payload(samples, options), RewardResponse)
+
+    def listwise_stream(
+        self, question: str, candidates: Sequence[Candidate], **options: Any
+    ) -> AsyncIterator[StreamEvent[ListwiseResponse]]:
+        """``listwise`` with ``stream: true`` (``async for event in ...``)."""
+        return aevents(self.http, "/judge/listwise", listwise_payload(question, candidates, options), ListwiseResponse)
+
+    def pairwise_stream(
+        self, question: str, response_a: str, response_b: str, **options: Any
+    ) -> AsyncIterator[StreamEvent[PairwiseResponse]]:
+        body = pairwise_payload(question, response_a, response_b, options)
+        return aevents(self.http, "/judge/pairwise", body, PairwiseResponse)
+
+    def reward_stream(self, samples: Sequence[Sample], **options: Any) -> AsyncIterator[StreamEvent[RewardResponse]]:
+        return aevents(self.http, "/v1/reward", reward_payload(samples, options), RewardResponse)
