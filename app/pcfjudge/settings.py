@@ -202,6 +202,9 @@ class Settings(BaseSettings):
     sim_position_bias: float = 5.0
     sim_target_accuracy: float = Field(0.86, gt=0.25, lt=1)
     sim_latency_ms: float = Field(0.0, ge=0)
+    sim_latency_tail: float = Field(
+        0.0, ge=0, le=3, description="sim: each call's latency also times exp(tail · N(0,1)) (a lognormal tail)."
+    )
     sim_fail_rate: float = Field(0.0, ge=0, le=1)
 
     # Real providers (keys and URLs also honoured under the SDKs' own names)

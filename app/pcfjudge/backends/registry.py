@@ -101,4 +101,5 @@ def sim_params(settings: Settings) -> SimParams:
         target_accuracy=settings.sim_target_accuracy,
         latency_ms=settings.sim_latency_ms,
         fail_rate=settings.sim_fail_rate,
+        latency_tail=settings.sim_latency_tail,
     )

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import math
 import random
 import re
 from dataclasses import dataclass
@@ -46,6 +47,7 @@ class SimParams:
     tie_margin: float = 3.0  # pairwise: |score difference| below this is a tie
     latency_ms: float = 0.0
     fail_rate: float = 0.0
+    latency_tail: float = 0.0  # > 0: each call's latency also times exp(tail · N(0, 1)), a long (lognormal) tail
 
 
 _WORD = re.compile(r"\w+")
@@ -210,7 +212,10 @@ class SimBackend:
 
     async def complete(self, call: JudgeCall) -> Completion:
         if self.params.latency_ms > 0:
-            await asyncio.sleep(self.params.latency_ms / 1000 * (0.5 + self._failures.random()))
+            tail = (
+                math.exp(self.params.latency_tail * self._failures.gauss(0.0, 1.0)) if self.params.latency_tail else 1.0
+            )
+            await asyncio.sleep(self.params.latency_ms / 1000 * (0.5 + self._failures.random()) * tail)
         if self.params.fail_rate > 0 and self._failures.random() < self.params.fail_rate:
             raise ProviderError("simulated backend failure")
         text = json.dumps(shaped(self.judge_for(call.model).answer(call), call.schema))

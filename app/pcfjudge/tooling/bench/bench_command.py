@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import sys
 
 
@@ -298,6 +299,32 @@ def _add_jury(kinds: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     jury.set_defaults(func=_jury)
 
 
+def _deadline(args: argparse.Namespace) -> int:
+    from pcfjudge.tooling.bench.deadline_bench import format_report, run
+
+    passes = asyncio.run(run(args.judgments, args.k, args.deadline_ms, args.latency_ms, args.tail, args.concurrency))
+    print(format_report(passes, args.k, args.deadline_ms, args.latency_ms, args.tail))
+    return 0
+
+
+def _add_deadline(kinds: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    deadline = kinds.add_parser(
+        "deadline",
+        help="deadlines against a long-tailed judge: lateness p50/p99 and the share still certified",
+        description="Judgments with and without deadline_ms against the simulated judge with a lognormal latency "
+        "tail, through the HTTP app in process: the anchor's latency, the deadline's lateness (answer time minus "
+        "the deadline), answered and cut shares, certified share, runs used.",
+    )
+    arg = deadline.add_argument
+    arg("--judgments", type=int, default=200, help="judgments per pass (default 200)")
+    arg("--k", type=int, default=7, help="runs per judgment (default 7)")
+    arg("--deadline-ms", type=int, default=600, help="the deadline (default 600)")
+    arg("--latency-ms", type=float, default=150.0, help="the judge's median call latency (default 150)")
+    arg("--tail", type=float, default=1.0, help="sigma of the lognormal tail (default 1.0)")
+    arg("--concurrency", type=int, default=16, help="judgments at once (default 16)")
+    deadline.set_defaults(func=_deadline)
+
+
 def _add_http(kinds: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     http = kinds.add_parser(
         "http",
@@ -352,3 +379,4 @@ def add_bench_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser])
     _add_http(kinds)
     _add_ranking(kinds)
     _add_jury(kinds)
+    _add_deadline(kinds)
