@@ -26,11 +26,14 @@ EXAMPLES: dict[tuple[str, str], dict[str, Any]] = {
             {"id": "c", "text": "I am not sure; possibly the late 1980s."},
         ],
         "k": 3,
+        "deadline_ms": 10000,
     },
     ("post", "/judge/pairwise"): {
         "question": "What is the chemical symbol for gold?",
         "response_a": "Ag.",
         "response_b": "Au, from the Latin aurum.",
+        "model": ["sim:default", "sim:oracle"],
+        "deadline_ms": 10000,
     },
     ("post", "/rerank"): {
         "query": "What is Deep Learning?",
@@ -52,7 +55,8 @@ EXAMPLES: dict[tuple[str, str], dict[str, Any]] = {
         "samples": [
             {"prompt": SPIDER, "response": "Eight.", "reference": "eight"},
             {"prompt": SPIDER, "response": "Six, like an insect.", "reference": "eight"},
-        ]
+        ],
+        "deadline_ms": 10000,
     },
     ("post", "/get_reward"): {
         "query": [f"{SPIDER} Eight.", f"{SPIDER} Six, like an insect."],
