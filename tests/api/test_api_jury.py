@@ -176,3 +176,32 @@ async def test_jurors_runs_are_shared_through_redis_across_replicas_and_juries(r
     assert other.status_code == 200 and data["usage"]["cache_hits"] == 6  # both sim jurors' runs, from Redis
     assert [j["cache_hits"] for j in data["jury"]["jurors"]] == [3, 0, 3]
     assert alone["usage"]["cache_hits"] == 3 and alone["usage"]["backend_calls"] == 0
+
+
+def record(model: str, correct: int, errors: list[int]) -> Any:
+    from pcfjudge.judging.reliability import Reliability
+
+    return Reliability(model, "listwise-v2", "test-slice", len(errors), correct, 0.9, 0.3, 40, 12, tuple(errors))
+
+
+async def test_calibrated_weights_change_the_verdict_as_documented() -> None:
+    """Two jurors who disagree: equal weights make it a tie; calibrated, the juror measured right 19 times in 20
+    outweighs the one right 11 times in 20 (log-odds: ln(20/2) = 2.30 against ln(12/10) = 0.18), and the jury is worth
+    the effective jurors its error correlation says."""
+    pair = {"question": "Which is larger, 9.11 or 9.9?", "response_a": "9.11", "response_b": "9.9", "oracle_best": "B"}
+    errors_default = [1] * 9 + [0] * 11
+    errors_oracle = [1] + [0] * 19
+    books = [record("sim:default", 11, errors_default), record("sim:oracle", 19, errors_oracle)]
+    verdicts = {}
+    for weights in ("equal", "calibrated"):
+        async with app_with_services(settings(jury_weights=weights)) as (client, services):
+            services.judge.reliability.replace(books)
+            reply = await client.post("/judge/pairwise", json={**pair, "model": "panel", "include_runs": False})
+            verdicts[weights] = reply.json()
+    equal, calibrated = verdicts["equal"], verdicts["calibrated"]
+    jurors = [j["winners"][0] for j in calibrated["jury"]["jurors"]]
+    assert jurors[1] == "B" and jurors[0] != "B", "the simulated jurors disagree on this pair (seeded)"
+    assert equal["jury"]["weights"] == "equal" and equal["winner"] == "tie"
+    assert calibrated["jury"]["weights"] == "calibrated" and calibrated["winner"] == "B"
+    assert [j["weight"] for j in calibrated["jury"]["jurors"]] == pytest.approx([0.0733, 0.9267], abs=1e-3)
+    assert 1.0 <= calibrated["jury"]["effective_jurors"] < 2.0

@@ -40,6 +40,7 @@ class Jury:
     jurors: tuple[ResolvedModel, ...]
     weights: tuple[float, ...]
     calibrated: bool = False
+    calibration_version: str = ""  # the prompt version whose calibration records it was weighed (and is read) by
 
     @property
     def string(self) -> str:

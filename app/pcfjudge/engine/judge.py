@@ -111,7 +111,7 @@ class Judge:
             weights, calibrated = reliability.jury_weights([self.reliability.get(m.string, version) for m in jurors])
         else:
             weights, calibrated = [1.0 / len(jurors)] * len(jurors), False
-        return Jury(name, jurors, tuple(weights), calibrated)
+        return Jury(name, jurors, tuple(weights), calibrated, version)
 
     def _target(self, model: ResolvedModel | Jury | str | None) -> ResolvedModel | Jury:
         """A task's model as resolved by its front door, or resolved here (a string may name a jury)."""

@@ -70,8 +70,9 @@ def _delivered_or_fail(
     return needed
 
 
-def _effective(jury: Jury, book: Book, version: str, weights: Sequence[float]) -> float | None:
-    matrix = correlation_matrix([book.get(m.string, version) for m in jury.jurors])
+def _effective(jury: Jury, book: Book, weights: Sequence[float]) -> float | None:
+    """Kish's effective jurors from the jurors' calibrated error correlation (None: some pair never measured)."""
+    matrix = correlation_matrix([book.get(m.string, jury.calibration_version) for m in jury.jurors])
     return effective_jurors(weights, matrix) if matrix is not None else None
 
 
@@ -136,7 +137,7 @@ async def judge_jury_listwise(
     )
     for record in records:  # the response shows one execution: a juror's runs carry its model
         record.execution = 0
-    result.jury = _listwise_report(jury, reports, result.consensus, consensuses, needed, book, result.prompt_version)
+    result.jury = _listwise_report(jury, reports, result.consensus, consensuses, needed, book)
     result.runs_planned = sum(len(p.runs) for p in plans)
     if any(cut):
         ok_runs = [[r.result for r in records if r.model == m.string and r.result is not None] for m in jury.jurors]
@@ -246,7 +247,6 @@ def _listwise_report(
     consensuses: list[tuple[int, cons.Consensus]],
     needed: int,
     book: Book,
-    version: str,
 ) -> JuryReport:
     jury_scores = {cid: c.consensus for cid, c in pooled.candidates.items()}
     winners = set(pooled.winners)
@@ -265,7 +265,7 @@ def _listwise_report(
         "calibrated" if jury.calibrated else "equal",
         needed,
         kendalls_w=pool.kendalls_w(scores),
-        effective_jurors=_effective(jury, book, version, list(jury.weights)),
+        effective_jurors=_effective(jury, book, list(jury.weights)),
     )
 
 
@@ -343,9 +343,7 @@ def pool_windows(
         cache_hits=sum(r.cache_hits for _, r in results),
         windows=fitted,
     )
-    out.jury = _listwise_report(
-        jury, reports, pooled, [(j, r.consensus) for j, r in results], needed, book, first.prompt_version
-    )
+    out.jury = _listwise_report(jury, reports, pooled, [(j, r.consensus) for j, r in results], needed, book)
     out.degraded = any(r.error for r in runs) or out.jury.degraded
     return out
 
@@ -406,7 +404,7 @@ def pool_pairwise(
         "calibrated" if jury.calibrated else "equal",
         needed,
         fleiss_kappa=_kappa(results),
-        effective_jurors=_effective(jury, book, first.prompt_versions["pairwise"], list(jury.weights)),
+        effective_jurors=_effective(jury, book, list(jury.weights)),
     )
     out.pooled_preference_a = pool.weighted_mean([r.preference_a for _, r in results], weights)
     return out
