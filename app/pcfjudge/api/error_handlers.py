@@ -130,7 +130,20 @@ STREAM_RESPONSE: dict[int | str, dict[str, object]] = {
     200: {
         "description": "The judgment; with stream: true, server-sent events (run or pass events, then result or "
         "error): docs/streaming.md",
-        "content": {"text/event-stream": {"schema": {"type": "string"}}},
+        "content": {
+            "text/event-stream": {
+                "schema": {  # one event (the fields of server-sent events); data is the event's JSON
+                    "type": "object",
+                    "properties": {
+                        "event": {"type": "string", "enum": ["run", "pass", "result", "error"]},
+                        "data": {"type": "string", "description": "JSON: the run, the response or the error"},
+                        "id": {"type": "string"},
+                        "retry": {"type": "integer"},
+                    },
+                    "required": ["data"],
+                }
+            }
+        },
     }
 }
 """The event-stream alternative of a judging route's 200 (``"stream": true``)."""
