@@ -34,6 +34,7 @@ bash scripts/llama_cpp_python.sh .venv
 # in a subprocess with PYTHONPATH=.venv/cohere7; its dependencies are the venv's own.
 [ -d .venv/cohere7/cohere ] || .venv/bin/pip install -q --disable-pip-version-check --no-deps --target .venv/cohere7 'cohere==7.3.1'
 bash scripts/llama_server.sh >/dev/null
+bash scripts/second_model.sh .venv/bin/python >/dev/null  # the juries' second engine model (SmolLM2 as Q4_0)
 # Mermaid for the documentation site's diagrams (docs/hooks/mermaid.py serves it from the site: no CDN): the npm
 # package's tarball, unpacked into .venv/npm/mermaid (its dist/mermaid.min.js is self-contained).
 MERMAID_VERSION=11.17.2

