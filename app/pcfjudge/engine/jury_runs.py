@@ -27,6 +27,7 @@ from typing import TypeVar
 
 from pcfjudge.backends.registry import Jury, ResolvedModel
 from pcfjudge.engine import progress
+from pcfjudge.engine.anytime_runs import needed_ok, run_event
 from pcfjudge.engine.failures import JudgingFailed, failure_summary, judging_failed
 from pcfjudge.engine.listwise_runs import (
     ListwiseResult,
@@ -34,10 +35,8 @@ from pcfjudge.engine.listwise_runs import (
     _result,
     call_specs,
     fill_record,
-    needed_ok,
     plan_runs,
     required_ok,
-    run_event,
 )
 from pcfjudge.engine.pairwise_passes import PairwiseResult
 from pcfjudge.engine.progress import DEADLINE_KIND

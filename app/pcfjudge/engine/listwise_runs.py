@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from functools import lru_cache, partial
@@ -18,11 +18,12 @@ from typing import Literal
 from pcfjudge.backends.base import ORACLE_ABSENT, JudgeCall
 from pcfjudge.backends.registry import Jury, ResolvedModel
 from pcfjudge.engine import progress
-from pcfjudge.engine.failures import JudgingFailed, failure_summary, judging_failed
+from pcfjudge.engine.anytime_runs import certified_despite, deadline_failed, finished, needed_ok, run_event
+from pcfjudge.engine.failures import failure_summary, judging_failed
 from pcfjudge.engine.progress import DEADLINE_KIND
 from pcfjudge.engine.runner import CallOutcome, CallRunner, CallSpec
 from pcfjudge.engine.runner import reporting as runner_reporting
-from pcfjudge.judging import adaptive, jury
+from pcfjudge.judging import adaptive
 from pcfjudge.judging import consensus as cons
 from pcfjudge.judging import permutations as perms
 from pcfjudge.judging.cache_keys import cache_key, item_hash
@@ -230,46 +231,8 @@ async def judge_listwise(
     result = _result(task, model.string, plan, records, outcomes, needed, waves.stopped)
     result.runs_planned = len(plan.runs)
     if cut:
-        result.certified = certified_despite(task, records, cut, len(plan.orders))
+        result.certified = certified_despite(task.ids, task.executions, task.weights, records, cut)
     return result
-
-
-def finished(
-    records: list[RunRecord], outcomes: list[CallOutcome]
-) -> tuple[list[RunRecord], list[CallOutcome], list[RunRecord]]:
-    """The runs that finished (succeeded or failed) and those the caller's deadline cut."""
-    keep = [(r, o) for r, o in zip(records, outcomes, strict=True) if o.error != DEADLINE_KIND]
-    cut = [r for r, o in zip(records, outcomes, strict=True) if o.error == DEADLINE_KIND]
-    return [r for r, _ in keep], [o for _, o in keep], cut
-
-
-def needed_ok(made: int, quorum: float | None, cut: Sequence[object], planned: int, min_runs: int) -> int:
-    """Successful runs an answer needs: the quorum of the runs made; cut by the caller's deadline, also at least
-    ``min_runs`` (PCFJ_DEADLINE_MIN_RUNS; fewer when fewer were planned)."""
-    needed = required_ok(made, quorum) if made else 1
-    return max(needed, min(min_runs, planned)) if cut else needed
-
-
-def deadline_failed(
-    ok: int, planned: int, needed: int, failed: list[CallOutcome], runs: list[RunRecord]
-) -> JudgingFailed:
-    """504: the caller's deadline came before enough runs finished; the detail says how far it got."""
-    detail = (
-        f"deadline: {ok} of {planned} runs succeeded by the deadline (an answer needs {needed}; "
-        f"{len(failed)} failed); the runs still in flight finish into the cache, so a retry with a later deadline "
-        "starts from them"
-    )
-    return JudgingFailed(504, detail, None, runs)
-
-
-def certified_despite(task: ListwiseTask, records: list[RunRecord], cut: list[RunRecord], per_execution: int) -> bool:
-    """Would the runs the deadline cut have changed the winners whatever they said? (adaptive K's certificate)"""
-    ok: list[list[RunJudgments]] = [[] for _ in range(task.executions)]
-    for r in records:
-        if r.result is not None:
-            ok[r.execution].append(r.result)
-    left = [sum(1 for r in cut if r.execution == e) for e in range(task.executions)]
-    return adaptive.certified(adaptive.progress(task.ids, ok, left, task.weights))
 
 
 async def _run_waves(
@@ -319,43 +282,6 @@ def live(
         progress.emit("run", run_event(task.ids, task.weights, record, done, total))
 
     return partial(runner_reporting, hook)
-
-
-def run_event(
-    ids: list[str],
-    weights: cons.Weights,
-    record: RunRecord,
-    done: list[RunRecord],
-    total: int,
-    shares: Sequence[float] | None = None,
-) -> dict[str, object]:
-    """One finished run and the consensus so far: the mean over executions of the successful runs so far (a jury's
-    executions are its jurors, pooled with their weights ``shares``)."""
-    executions = sorted({r.execution for r in done})
-    ok = [[r.result for r in done if r.execution == e and r.result is not None] for e in executions]
-    if shares is None:
-        so_far = cons.aggregate(ids, ok, weights) if any(ok) else None
-    else:
-        pairs = [
-            (cons.aggregate(ids, [runs], weights), shares[e]) for e, runs in zip(executions, ok, strict=True) if runs
-        ]
-        so_far = jury.pool_listwise(ids, [c for c, _ in pairs], [w for _, w in pairs]) if pairs else None
-    result = record.result
-    return {
-        "execution": record.execution,
-        "index": record.index,
-        "order": record.order,
-        "model": record.model,
-        "cached": record.cached,
-        "error": record.error,
-        "top_set": cons.top_set(result) if result is not None else None,
-        "scores": {cid: j.score for cid, j in result.judgments.items()} if result is not None else None,
-        "runs_done": len(done),
-        "runs_planned": total,
-        "winners": so_far.winners if so_far else None,
-        "ranking": so_far.ranking if so_far else None,
-        "consensus": {cid: round(c.consensus, 4) for cid, c in so_far.candidates.items()} if so_far else None,
-    }
 
 
 def _oracle_index(task: ListwiseTask) -> int | None:

@@ -19,8 +19,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 from pcfjudge.backends.registry import ResolvedModel
+from pcfjudge.engine.anytime_runs import needed_ok
 from pcfjudge.engine.failures import JudgingFailed, failure_summary, judging_failed
-from pcfjudge.engine.listwise_runs import ListwiseResult, ListwiseTask, call_specs, fill_record, needed_ok, plan_runs
+from pcfjudge.engine.listwise_runs import ListwiseResult, ListwiseTask, call_specs, fill_record, plan_runs
 from pcfjudge.engine.progress import DEADLINE_KIND
 from pcfjudge.engine.runner import CallOutcome, CallRunner
 from pcfjudge.judging import consensus as cons
