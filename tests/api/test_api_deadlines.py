@@ -201,3 +201,25 @@ async def test_openrlhf_adapter_answers_before_its_trainers_timeout(monkeypatch:
         )
     assert quick.status_code == 503 and "deadline" in quick.json()["detail"]  # every run still in flight at 0.6 s
     assert told.status_code == 200 and len(told.json()["rewards"]) == 2
+
+
+async def test_a_stream_whose_client_is_gone_cancels_its_judgment() -> None:
+    """The event generator closed after the first event (the client disconnected): the judgment is cancelled."""
+    from pcfjudge.api.streaming import _events
+    from pcfjudge.engine import progress
+
+    cancelled = asyncio.Event()
+
+    async def judgment() -> dict[str, Any]:
+        progress.emit("run", {"runs_done": 1})
+        try:
+            await asyncio.sleep(30)  # the rest of the runs, still in flight
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+        return {}
+
+    events = _events(judgment, None, "req-1")
+    first = await anext(events)
+    await events.aclose()  # what sse-starlette does when the client goes away
+    assert first.event == "run" and cancelled.is_set()
