@@ -2,6 +2,9 @@
 (a line with ``response_a`` is pairwise), validated and turned into tasks by the API's own code, so a batch judges
 exactly what the service would; after collection, the same requests judged from the cache give the responses the
 service would return (``judgments.jsonl``).
+
+A batch judges one model: a jury (a request's ``model`` naming PCFJ_JURIES or several models, or ``--model``) is
+refused, naming the alternatives (``jury_refusal``).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
+from pcfjudge.backends.registry import Jury
 from pcfjudge.engine.failures import JudgingFailed
 from pcfjudge.engine.judge import Judge
 from pcfjudge.engine.listwise_runs import ListwiseTask
@@ -34,6 +38,19 @@ class Item:
     kind: Literal["listwise", "pairwise"]
     body: ListwiseRequest | PairwiseRequest
     task: ListwiseTask | PairwiseTask
+
+
+def jury_refusal(jury: Jury) -> str:
+    """Why a batch takes no jury, and what to do instead."""
+    jurors = [m.string for m in jury.jurors]
+    return (
+        f"{jury.name} is a jury ({', '.join(jurors)}) and a batch judges one model. Batch each juror on its own "
+        f"(pcfjudge batch run --input FILE --out DIR/<juror> --model <juror>, once per juror, the jury's lines "
+        "naming that juror): a jury's runs are exactly the cache entries its jurors make alone, so with the "
+        "service's shared cache (PCFJ_REDIS_URL) the jury's requests are then answered from it. Or judge the jury "
+        "live: the service, pcfjudge judge, or pcfjudge eval ... --batch, which batches each juror in its own "
+        "directory"
+    )
 
 
 def read_requests(path: Path, services: Services, model: str | None) -> list[Item]:
@@ -57,16 +74,19 @@ def read_requests(path: Path, services: Services, model: str | None) -> list[Ite
         try:
             if "response_a" in data:
                 pair = PairwiseRequest.model_validate(data)
-                items.append(Item(number, "pairwise", pair, pairwise_task(pair, services.settings, services.judge)))
+                item = Item(number, "pairwise", pair, pairwise_task(pair, services.settings, services.judge))
             else:
                 body = ListwiseRequest.model_validate(data)
-                items.append(Item(number, "listwise", body, listwise_task(body, services.settings, services.judge)))
+                item = Item(number, "listwise", body, listwise_task(body, services.settings, services.judge))
         except ValidationError as exc:
             first = exc.errors()[0]
             field = ".".join(str(p) for p in first["loc"]) or "request"
             raise InputError(f"{where}: {field}: {first['msg']}") from None
         except ApiError as exc:
             raise InputError(f"{where}: {exc.detail}") from None
+        if isinstance(item.task.model, Jury):
+            raise InputError(f"{where}: model: {jury_refusal(item.task.model)}")
+        items.append(item)
     return items
 
 

@@ -24,10 +24,11 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from pcfjudge.backends.base import Completion
-from pcfjudge.backends.registry import ModelError, ResolvedModel
+from pcfjudge.backends.registry import Jury, ModelError, ResolvedModel
 from pcfjudge.backends.sdkerrors import scrub
 from pcfjudge.batch.ask import confirm
 from pcfjudge.batch.ids import custom_id
+from pcfjudge.batch.inputs import jury_refusal
 from pcfjudge.batch.probe import Missing, Probe
 from pcfjudge.batch.providers import BatchAPI, Failure, Result, build_api
 from pcfjudge.batch.store import RESULTS, STATE, BatchState, Results, Submission, Via
@@ -86,9 +87,12 @@ class BatchJob:
         self.out = out or sys.stderr
         state = BatchState.load(directory / STATE)
         try:
-            self.model: ResolvedModel = services.judge.model(model or (state.model if state else None))
+            target = services.judge.resolve(model or (state.model if state else None))
         except ModelError as exc:
             raise BatchError(str(exc)) from None
+        if isinstance(target, Jury):
+            raise BatchError(jury_refusal(target))
+        self.model: ResolvedModel = target
         if state is not None and state.model != self.model.string:
             raise BatchError(f"{directory} holds batches for {state.model}, not {self.model.string}: use another one")
         self.state = state or BatchState.new(self.model.string, input_path)

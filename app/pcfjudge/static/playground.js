@@ -1,13 +1,14 @@
 // The playground form: candidates, settings, the API key, and one request to /judge/listwise or /judge/pairwise.
 import { EXAMPLES } from "./examples.js";
 import {
-  consensusRows, h, renderConsensusTable, renderError, renderHeatmap, renderPairwise, renderVerdicts,
+  consensusRows, h, renderConsensusTable, renderError, renderHeatmap, renderJury, renderPairwise, renderVerdicts,
 } from "./render.js";
 
 const KEY_STORAGE = "pcfjudge.apiKey";
 const $ = (id) => document.getElementById(id);
 const list = $("candidates");
 let defaultModel = null; // the service's default judge (GET /info's model_id); null while unknown
+let juries = new Map(); // this service's juries (PCFJ_JURIES): name → jurors, from GET playground/models
 
 const isSimulated = (model) => typeof model === "string" && model.startsWith("sim:");
 
@@ -28,6 +29,32 @@ async function fetchDefaultModel() {
   }
 }
 
+// This service's juries, offered in the model picker (it needs the key when the service does): none when unknown.
+async function fetchJuries() {
+  try {
+    const response = await fetch("playground/models", { headers: { accept: "application/json", ...authHeaders() } });
+    if (!response.ok) return new Map();
+    const data = await response.json();
+    return new Map((data.juries ?? []).map((j) => [j.name, j.jurors]));
+  } catch {
+    return new Map();
+  }
+}
+
+function offerJuries() {
+  const picker = $("model-suggestions");
+  picker.querySelectorAll("option[data-jury]").forEach((o) => o.remove());
+  for (const [name, jurors] of juries) {
+    picker.append(h("option", { value: name, label: `jury: ${jurors.join(", ")}`, dataset: { jury: name } }));
+  }
+}
+
+// The models a model field names: a configured jury's jurors, a comma-separated list's, or the one model.
+function jurorsOf(model) {
+  if (juries.has(model)) return juries.get(model);
+  return model.split(",").map((m) => m.trim()).filter(Boolean);
+}
+
 // Said before anything is judged: a simulated judge's verdicts are draws, not readings of the answers.
 function showSimulatedNote() {
   const note = $("sim-note");
@@ -43,8 +70,10 @@ function showSimulatedNote() {
   );
 }
 
+const takesOracle = (model) => jurorsOf(model).includes("sim:oracle"); // alone or as a juror
+
 function updateOracle() {
-  $("oracle-row").hidden = $("model").value.trim() !== "sim:oracle";
+  $("oracle-row").hidden = !takesOracle($("model").value.trim());
 }
 
 function candidateRows() {
@@ -122,8 +151,8 @@ function candidates() {
 function requestFor(cands) {
   const model = $("model").value.trim() || undefined;
   const question = $("question").value;
-  // sim:oracle only: the truly best answer, sent as typed (the service says what is wrong with it)
-  const oracle = model === "sim:oracle" ? $("oracle-best").value.trim() || undefined : undefined;
+  // sim:oracle only (alone or in a jury): the truly best answer, sent as typed (the service says what is wrong with it)
+  const oracle = model && takesOracle(model) ? $("oracle-best").value.trim() || undefined : undefined;
   if ($("pairwise").checked) {
     const side = oracle === cands[0].id ? "A" : oracle === cands[1].id ? "B" : oracle;
     const body = { question, response_a: cands[0].text, response_b: cands[1].text, model, oracle_best: side };
@@ -147,7 +176,16 @@ async function post(path, body) {
 
 function show(section) {
   for (const id of ["listwise-result", "pairwise-result"]) $(id).hidden = id !== section;
+  if (!section) $("jury-result").hidden = true;
   if (section) $("error").hidden = true;
+}
+
+// The jury block, moved under the verdicts of either result (hidden for one judge).
+function showJury(data, pairwise, name) {
+  const section = $("jury-result");
+  $(pairwise ? "pairwise-result" : "listwise-result").querySelector(".verdicts").after(section);
+  section.hidden = !data.jury;
+  if (data.jury) renderJury({ summary: $("jury-summary"), table: $("jury-table") }, data.jury, pairwise, name);
 }
 
 function showListwise(data, cands) {
@@ -156,12 +194,14 @@ function showListwise(data, cands) {
   renderConsensusTable($("consensus-table"), consensusRows(data, texts));
   renderHeatmap($("heatmap"), $("legend"), data);
   show("listwise-result");
+  showJury(data, false);
 }
 
 function showPairwise(data, cands) {
   const ids = { A: cands[0].id || "A", B: cands[1].id || "B" };
   renderPairwise({ verdict: $("pairwise-verdict"), diagnostics: $("pairwise-diagnostics"), passes: $("passes") }, data, ids);
   show("pairwise-result");
+  showJury(data, true, (v) => (v === "A" || v === "B" ? `${v} (${ids[v]})` : v));
 }
 
 async function submit(event) {
@@ -178,11 +218,15 @@ async function submit(event) {
     const seconds = ((performance.now() - started) / 1000).toFixed(2);
     if (response.ok && data) {
       (path === "judge/pairwise" ? showPairwise : showListwise)(data, cands);
-      const simulated = isSimulated(data.model)
+      const models = data.jury ? data.jury.jurors.map((j) => j.model) : [data.model];
+      const simulated = models.some(isSimulated)
         ? h("span", { className: "simulated", id: "simulated-verdict" },
-          ` Simulated judge: its verdicts are seeded draws, not a reading of the answers.`)
+          data.jury
+            ? ` Simulated juror(s) ${models.filter(isSimulated).join(", ")}: their verdicts are seeded draws, not a reading of the answers.`
+            : ` Simulated judge: its verdicts are seeded draws, not a reading of the answers.`)
         : null;
-      $("status").replaceChildren(`Judged in ${seconds} s by ${data.model}.`, ...(simulated ? [simulated] : []));
+      const by = data.jury ? `the jury ${data.jury.name} (${models.join(", ")})` : data.model;
+      $("status").replaceChildren(`Judged in ${seconds} s by ${by}.`, ...(simulated ? [simulated] : []));
     } else {
       show(null);
       renderError($("error"), { status: response.status, data, text: text.slice(0, 500), retryAfter: response.headers.get("retry-after") });
@@ -198,8 +242,9 @@ async function submit(event) {
 }
 
 async function init() {
-  defaultModel = await fetchDefaultModel();
+  [defaultModel, juries] = await Promise.all([fetchDefaultModel(), fetchJuries()]);
   showSimulatedNote();
+  offerJuries();
   const select = $("example");
   EXAMPLES.forEach((example, i) => select.append(h("option", { value: i }, example.name)));
   select.addEventListener("change", () => {
@@ -214,6 +259,9 @@ async function init() {
   key.addEventListener("change", async () => { // with the key, /info may now say which judge this is
     defaultModel = await fetchDefaultModel();
     showSimulatedNote();
+    juries = await fetchJuries();
+    offerJuries();
+    updateOracle();
   });
   $("model").addEventListener("input", updateOracle);
   $("add-candidate").addEventListener("click", () => addCandidate().querySelector("textarea").focus());

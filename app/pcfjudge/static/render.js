@@ -5,7 +5,9 @@ export function h(tag, props = {}, ...children) {
   for (const [key, value] of Object.entries(props)) {
     if (value === undefined || value === null || value === false) continue;
     if (key === "className") node.className = value;
-    else if (key === "dataset") Object.assign(node.dataset, value);
+    else if (key === "dataset") {
+      for (const [name, v] of Object.entries(value)) if (v !== undefined && v !== null) node.dataset[name] = v;
+    }
     else node.setAttribute(key, value === true ? "" : String(value));
   }
   for (const child of children.flat()) {
@@ -125,9 +127,10 @@ export function renderConsensusTable(table, rows, sort = { key: "rank", descendi
 }
 
 function runLabel(run, result) {
-  if (result.diagnostics.windows) return [`step ${run.execution + 1} · window ${run.index + 1}`];
+  const juror = run.model ? h("small", { className: "juror" }, run.model) : null; // a jury's run: the juror that made it
+  if (result.diagnostics.windows) return [juror, `step ${run.execution + 1} · window ${run.index + 1}`];
   const base = result.executions > 1 ? `exec ${run.execution} · run ${run.index}` : `run ${run.index}`;
-  return run.execution === 0 && run.index === 0 ? [base, h("small", {}, "direct")] : [base];
+  return run.execution === 0 && run.index === 0 ? [juror, base, h("small", {}, "direct")] : [juror, base];
 }
 
 function heatCell(id, judgment, top) {
@@ -156,12 +159,12 @@ export function renderHeatmap(table, legend, result) {
     ...runs.map((run) => {
       const label = h("th", { scope: "row" }, runLabel(run, result), run.cached ? h("small", {}, "cached") : null);
       if (run.error || !run.judgments) {
-        return h("tr", { className: "failed", dataset: { run: run.index } }, label, h("td", { colspan: n }, `failed: ${run.error ?? "no judgments"}`));
+        return h("tr", { className: "failed", dataset: { run: run.index, model: run.model } }, label, h("td", { colspan: n }, `failed: ${run.error ?? "no judgments"}`));
       }
       const top = new Set(run.top_set ?? []);
       const cells = run.order.map((id) => heatCell(id, run.judgments[id], top.has(id)));
       const pad = n > run.order.length ? h("td", { colspan: n - run.order.length, className: "pad" }) : null;
-      return h("tr", { dataset: { run: run.index } }, label, cells, pad);
+      return h("tr", { dataset: { run: run.index, model: run.model } }, label, cells, pad);
     }),
   );
   const bar = h("span", { className: "bar" });
@@ -257,14 +260,16 @@ export function renderPairwise(parts, result, ids) {
     ["preference for A", result.preference_a === null ? "–" : fixed(3)(result.preference_a)],
     ["model", `${result.model} · ${result.usage.backend_calls} calls, ${result.usage.cache_hits} cache hits`],
   ]);
-  const head = ["pass", "shown first", "verdict", "judge said", "rationale", "cached", "ms", "error"];
+  const jury = (result.runs ?? []).some((p) => p.model); // a jury's passes: each names its juror
+  const head = [...(jury ? ["juror"] : []), "pass", "shown first", "verdict", "judge said", "rationale", "cached", "ms", "error"];
   fill(parts.passes.tHead, h("tr", {}, head.map((c) => h("th", { scope: "col" }, c))));
   fill(
     parts.passes.tBodies[0],
     ...(result.runs ?? []).map((p) =>
       h(
         "tr",
-        { className: p.error ? "failed" : "" },
+        { className: p.error ? "failed" : "", dataset: { model: p.model } },
+        jury ? h("td", { className: "juror" }, p.model ?? "") : null,
         h("th", { scope: "row" }, p.pass),
         h("td", {}, name(p.order[0])),
         h("td", {}, name(p.verdict)),
@@ -273,6 +278,44 @@ export function renderPairwise(parts, result, ids) {
         h("td", {}, yesNo(p.cached)),
         h("td", { className: "num" }, fixed(1)(p.latency_ms)),
         h("td", {}, p.error ?? ""),
+      ),
+    ),
+  );
+}
+
+// ── jury ──────────────────────────────────────────────────────────────────────────────────────────────────────────
+
+// A jury's block (the response's `jury`): how it pooled and agreed, then one row per juror. `name` shows a pairwise
+// verdict as "A (id)"; listwise winners are candidate ids already.
+export function renderJury(parts, jury, pairwise, name = (v) => v) {
+  const failed = jury.jurors.filter((j) => !j.delivered);
+  const agreement = pairwise
+    ? ["Fleiss' κ", jury.fleiss_kappa === null ? "– (fewer than two jurors judged both orders)" : fixed(3)(jury.fleiss_kappa)]
+    : ["Kendall's W", jury.kendalls_w === null ? "– (fewer than two jurors delivered)" : fixed(3)(jury.kendalls_w)];
+  describe(parts.summary, [
+    ["jury", `${jury.name} · ${jury.jurors.length} jurors`],
+    ["weights", jury.weights === "calibrated" ? "calibrated (log-odds of measured accuracy)" : "equal"],
+    ["quorum", `${jury.quorum} of ${jury.jurors.length} jurors must deliver`],
+    agreement,
+    ["effective jurors", jury.effective_jurors === null ? "– (error correlation not measured)" : fixed(2)(jury.effective_jurors)],
+    ["degraded", failed.length ? `yes: ${failed.map((j) => j.model).join(", ")} did not deliver` : "no"],
+  ]);
+  const head = ["juror", "weight", pairwise ? "verdict" : "winners", pairwise ? "decision" : "agreement (ρ)", "agrees with the jury", "runs ok", "calls", "error"];
+  fill(parts.table.tHead, h("tr", {}, head.map((c) => h("th", { scope: "col" }, c))));
+  fill(
+    parts.table.tBodies[0],
+    ...jury.jurors.map((j) =>
+      h(
+        "tr",
+        { className: j.delivered ? (j.agrees ? "agrees" : "") : "failed", dataset: { model: j.model } },
+        h("th", { scope: "row" }, j.model),
+        h("td", { className: "num" }, fixed(2)(j.weight)),
+        h("td", { className: "winners" }, j.winners ? j.winners.map(name).join(", ") : "–"),
+        h("td", { className: pairwise ? "" : "num" }, pairwise ? j.decision ?? "–" : fixed(2)(j.agreement)),
+        h("td", {}, yesNo(j.agrees)),
+        h("td", { className: "num" }, `${j.runs_ok} / ${j.runs}`),
+        h("td", { className: "num" }, `${j.backend_calls} (${j.cache_hits} cached)`),
+        h("td", {}, j.delivered ? "" : `${j.status ? `${j.status} ` : ""}${j.error ?? "did not deliver"}`),
       ),
     ),
   );

@@ -9,8 +9,11 @@ import re
 from pathlib import Path
 
 import httpx
+from pcfjudge.settings import Settings
+from pydantic import SecretStr
 
 from tests.support.basics import ROOT
+from tests.support.inprocess import app_client
 
 STATIC = ROOT / "app" / "pcfjudge" / "static"
 REFERENCE = re.compile(r'(?:src|href)="([^"]+)"')
@@ -46,7 +49,22 @@ async def test_everything_the_page_loads_is_packaged_and_served(client: httpx.As
 
 async def test_no_page_or_asset_route_is_in_the_openapi_document(client: httpx.AsyncClient) -> None:
     paths = (await client.get("/openapi.json")).json()["paths"]
-    assert not {p for p in paths if p == "/" or p.startswith(("/docs", "/redoc", "/static"))}, sorted(paths)
+    assert not {p for p in paths if p == "/" or p.startswith(("/docs", "/redoc", "/static", "/playground"))}, paths
+
+
+async def test_the_model_picker_hears_of_the_servers_juries_with_the_key_judging_needs() -> None:
+    juries = {"panel": ["sim:default", "sim:oracle"]}
+    async with app_client(Settings(juries=juries)) as client:
+        answer = await client.get("/playground/models")
+        assert answer.status_code == 200
+        assert answer.json() == {"juries": [{"name": "panel", "jurors": ["sim:default", "sim:oracle"]}]}
+    async with app_client() as client:
+        assert (await client.get("/playground/models")).json() == {"juries": []}
+    key = "playground-picker-key-0123456789"
+    async with app_client(Settings(juries=juries, api_keys=SecretStr(f"pg:{key}"))) as client:
+        assert (await client.get("/playground/models")).status_code == 401
+        allowed = await client.get("/playground/models", headers={"Authorization": f"Bearer {key}"})
+        assert allowed.status_code == 200 and allowed.json()["juries"][0]["name"] == "panel"
 
 
 async def test_the_docs_pages_load_only_packaged_assets(client: httpx.AsyncClient) -> None:

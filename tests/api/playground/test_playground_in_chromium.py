@@ -6,6 +6,7 @@ Every page here runs with requests to anywhere but the local server aborted and 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from tests.support.processes import serve_process
 
 pytestmark = pytest.mark.slow
 API_KEY = "pcfj-playground-test-key"
+JURY = "sim:default,sim:oracle"
 
 
 @pytest.fixture(scope="module")
@@ -217,6 +219,77 @@ def test_a_pair_is_judged_with_apocjudge(watched: Watched) -> None:
 
     page.click("#add-candidate")  # three candidates: pairwise is off and cannot be chosen
     assert page.is_disabled("#pairwise") and not page.is_checked("#pairwise")
+
+
+def test_a_jury_shows_each_jurors_winners_agreement_and_the_degraded_ones(browser: Browser) -> None:
+    """A typed jury (listwise), a configured one offered in the picker (pairwise), and one whose third juror is an
+    engine nobody serves (degraded): the jury block shows what the service's ``jury`` says."""
+    env = {
+        "PCFJ_ENGINES": json.dumps({"dead": "http://127.0.0.1:9/v1"}),  # nothing listens on port 9
+        "PCFJ_JURIES": json.dumps({"panel": JURY.split(","), "shaky": [*JURY.split(","), "dead:judge"]}),
+        "PCFJ_MAX_RETRIES": "0",
+    }
+    with serve_process(env=env) as url, Watched.open(browser, url) as w:
+        w.wait_ready()
+        page = w.page
+        offered = page.locator("#model-suggestions option[data-jury]").evaluate_all(
+            "(els) => els.map(e => [e.value, e.label])"
+        )
+        assert offered == [
+            ["panel", f"jury: {JURY.replace(',', ', ')}"],
+            ["shaky", "jury: " + ", ".join([*JURY.split(","), "dead:judge"])],
+        ]
+
+        page.select_option("#example", "0")
+        page.fill("#model", JURY)
+        assert page.is_visible("#oracle-row")  # sim:oracle sits on the jury, so the page offers oracle_best
+        status, sent, result = w.submit("/judge/listwise")
+        assert status == 200 and sent["model"] == JURY, result
+        jury = result["jury"]
+        page.wait_for_selector("#jury-result", state="visible")
+        assert attrs(w, "#jury-table tbody tr", "model") == ["sim:default", "sim:oracle"]
+        assert texts(w, "#jury-table tbody td.winners") == [", ".join(j["winners"]) for j in jury["jurors"]]
+        assert texts(w, "#jury-table tbody td:nth-child(4)") == [f"{j['agreement']:.2f}" for j in jury["jurors"]]
+        assert texts(w, "#jury-table tbody td:nth-child(5)") == ["yes" if j["agrees"] else "no" for j in jury["jurors"]]
+        summary = described(w, "#jury-summary")
+        assert summary["Kendall's W"] == f"{jury['kendalls_w']:.3f}" and summary["degraded"] == "no"
+        assert summary["weights"] == "equal" and summary["quorum"].startswith(f"{jury['quorum']} of 2")
+        assert attrs(w, "#heatmap tbody tr", "model") == [r["model"] for r in result["runs"]]
+        assert texts(w, "#heatmap tbody tr th small.juror") == [r["model"] for r in result["runs"]]
+        assert page.inner_text("#consensus-winners") == ", ".join(result["winners"])
+        assert f"by the jury {JURY} (sim:default, sim:oracle)" in page.inner_text("#status")
+
+        labels = page.locator("#example option").all_inner_texts()
+        page.select_option("#example", str(next(i - 1 for i, t in enumerate(labels) if "pairwise" in t)))
+        page.fill("#model", "panel")
+        status, sent, result = w.submit("/judge/pairwise")
+        assert status == 200 and sent["model"] == "panel", result
+        page.wait_for_selector("#pairwise-result", state="visible")
+        jury = result["jury"]
+        assert described(w, "#jury-summary")["Fleiss' κ"] == f"{jury['fleiss_kappa']:.3f}"
+        ids = page.locator("#candidates .cand-id").evaluate_all("(els) => els.map(e => e.value)")
+        side = {"A": f"A ({ids[0]})", "B": f"B ({ids[1]})", "tie": "tie"}
+        assert texts(w, "#jury-table tbody td.winners") == [side[j["winners"][0]] for j in jury["jurors"]]
+        assert texts(w, "#jury-table tbody td:nth-child(4)") == [j["decision"] for j in jury["jurors"]]
+        assert texts(w, "#passes tbody td.juror") == [p["model"] for p in result["runs"]]
+        assert page.inner_text("#pairwise-winner").startswith(result["winner"])
+
+        page.select_option("#example", "0")
+        page.fill("#model", "shaky")
+        status, _, result = w.submit("/judge/listwise")
+        assert status == 200 and result["jury"]["degraded"] is True, result
+        page.wait_for_selector("#listwise-result", state="visible")
+        assert described(w, "#jury-summary")["degraded"] == "yes: dead:judge did not deliver"
+        failed = page.locator("#jury-table tbody tr.failed")
+        assert failed.get_attribute("data-model") == "dead:judge"
+        dead = next(j for j in result["jury"]["jurors"] if j["model"] == "dead:judge")
+        assert dead["error"] in failed.inner_text()
+        assert w.console_errors == [] and w.external_requests() == []
+
+        page.fill("#model", "sim:oracle")  # one judge again: no jury block
+        status, _, result = w.submit("/judge/listwise")
+        assert status == 200 and result["jury"] is None
+        assert page.is_hidden("#jury-result")
 
 
 def test_with_api_keys_on_the_page_is_open_and_the_key_is_sent_from_session_storage(browser: Browser) -> None:

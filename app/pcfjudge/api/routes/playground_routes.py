@@ -1,4 +1,5 @@
-"""The browser playground (``GET /``) and the API docs (``/docs``, ``/redoc``), served from packaged files only.
+"""The browser playground (``GET /``, and ``GET /playground/models`` for its model picker) and the API docs
+(``/docs``, ``/redoc``), served from packaged files only.
 
 The page and its script live in ``pcfjudge/static/`` (mounted at ``/static``); Swagger UI and ReDoc come from the copies
 the ``fastapi-offline`` package ships (mounted at ``/static/vendor``). Nothing is loaded from a CDN, so the page and
@@ -15,6 +16,7 @@ from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html, get_swagge
 from fastapi.responses import FileResponse, HTMLResponse
 from fastapi.staticfiles import StaticFiles
 
+from pcfjudge.api.deps import ServicesDep
 from pcfjudge.api.examples import add_examples
 from pcfjudge.errors import ApiError
 
@@ -79,6 +81,14 @@ def _openapi_url(request: Request) -> str:
 async def playground() -> FileResponse:
     """The playground page: judge candidates and see the consensus, the per-run heat map and the direct verdict."""
     return FileResponse(PAGE_DIR / "index.html", media_type="text/html; charset=utf-8", headers=PAGE_HEADERS)
+
+
+@router.get("/playground/models")
+async def playground_models(services: ServicesDep) -> dict[str, Any]:
+    """What the page's model picker offers besides single models: this server's juries (PCFJ_JURIES), each with its
+    jurors. Not public like the page: with API keys it needs one, as every judging route does."""
+    juries = [{"name": name, "jurors": list(jurors)} for name, jurors in services.settings.juries.items()]
+    return {"juries": juries}
 
 
 @router.get("/docs")

@@ -34,7 +34,12 @@ def _score(args: argparse.Namespace) -> int:
 
 
 def _common(parser: argparse.ArgumentParser, default_model: str) -> None:
-    parser.add_argument("--model", default=default_model, help=f"provider:model (default {default_model})")
+    parser.add_argument(
+        "--model",
+        default=default_model,
+        help=f"provider:model (default {default_model}), or a jury: a PCFJ_JURIES name or comma-separated models "
+        "(each juror evaluated alone in OUT/<provider>-<model>/, then jury rows beside theirs)",
+    )
     parser.add_argument("--limit", type=int, default=None, help="judge only the first N items")
     parser.add_argument("--out", required=True, help="output directory (run log, report, figures); reuse to resume")
     parser.add_argument("--server", default=None, help="judge through a deployed service at this URL instead")

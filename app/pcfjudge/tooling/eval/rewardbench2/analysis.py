@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
+from typing import Any, Protocol
 
 from pcfjudge.judging import consensus as cons
 from pcfjudge.judging.permutations import max_k as schedule_cap
@@ -25,6 +25,19 @@ from pcfjudge.tooling.eval.runlog import judgments_from_json, latest_success
 TIE_RULE = "a tied top set scores 1/|winners| when it contains the correct candidate, else 0"
 PROPOSED = cons.PRESETS["proposed"]
 Pick = Callable[["ItemRuns"], list[list[RunJudgments]]]
+
+
+class Scored(Protocol):
+    """What the tables read of one item: its correct candidate and the winners of a protocol (``pick``) under a
+    weight preset. ``ItemRuns`` is one judge's item; a jury's item (``rewardbench2.jury_report``) pools its jurors'."""
+
+    @property
+    def correct(self) -> str: ...
+
+    @property
+    def failed_runs(self) -> int: ...
+
+    def winners_by(self, pick: Pick, weights: cons.Weights) -> list[str]: ...
 
 
 @dataclass
@@ -42,6 +55,13 @@ class ItemRuns:
 
     def rep(self, k: int) -> list[list[RunJudgments]]:
         return [_ok(self.repeated.get(r) for r in range(k))]
+
+    @property
+    def failed_runs(self) -> int:
+        return sum(1 for run in [*self.consensus.values(), *self.repeated.values()] if run is None)
+
+    def winners_by(self, pick: Pick, weights: cons.Weights) -> list[str]:
+        return winners(self, pick(self), weights)
 
 
 def _ok(runs: Iterable[RunJudgments | None]) -> list[RunJudgments]:
@@ -92,8 +112,8 @@ def winners(item: ItemRuns, runs: list[list[RunJudgments]], weights: cons.Weight
     return cons.aggregate(item.ids, executions, weights).winners if executions else []
 
 
-def _scores(items: Sequence[ItemRuns], pick: Pick, weights: cons.Weights = PROPOSED) -> list[float]:
-    return [top1_score(winners(item, pick(item), weights), item.correct) for item in items]
+def _scores(items: Sequence[Scored], pick: Pick, weights: cons.Weights = PROPOSED) -> list[float]:
+    return [top1_score(item.winners_by(pick, weights), item.correct) for item in items]
 
 
 def _vs_direct(direct: list[float], method: list[float]) -> dict[str, float | int]:
@@ -108,7 +128,7 @@ def _vs_direct(direct: list[float], method: list[float]) -> dict[str, float | in
     }
 
 
-def analyse(items: Sequence[ItemRuns], *, ks: Sequence[int], max_k: int, executions: int) -> dict[str, Any]:
+def analyse(items: Sequence[Scored], *, ks: Sequence[int], max_k: int, executions: int) -> dict[str, Any]:
     """All table numbers (percentages unrounded) for complete items; raises ValueError when there are none."""
     if not items:
         raise ValueError("no complete items in the run log to analyse")
@@ -136,10 +156,10 @@ def analyse(items: Sequence[ItemRuns], *, ks: Sequence[int], max_k: int, executi
             name: {"weights": w.as_dict()} | _vs_direct(direct, _scores(items, lambda it: it.pcf(max_k), w))
             for name, w in cons.PRESETS.items()
         },
-        "failed_runs": sum(1 for it in items for run in [*it.consensus.values(), *it.repeated.values()] if run is None),
+        "failed_runs": sum(item.failed_runs for item in items),
     }
 
 
-def _mean_winners(items: Sequence[ItemRuns], pick: Pick) -> float:
-    sizes = [len(winners(item, pick(item))) for item in items]
+def _mean_winners(items: Sequence[Scored], pick: Pick) -> float:
+    sizes = [len(item.winners_by(pick, PROPOSED)) for item in items]
     return sum(sizes) / len(sizes)
