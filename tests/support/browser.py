@@ -54,6 +54,7 @@ class Watched:
     blocked: list[str] = field(default_factory=list)
     refused: list[str] = field(default_factory=list)  # stopped by the page's Content-Security-Policy: never sent
     last_sent: dict[str, Any] = field(default_factory=dict)  # the JSON body of the last judging request
+    last_events: list[tuple[str, dict[str, Any]]] = field(default_factory=list)  # its stream's events
 
     @classmethod
     @contextmanager
@@ -107,10 +108,18 @@ class Watched:
             self.page.click("#submit")
         response = answer.value
         sent: dict[str, Any] = response.request.post_data_json
-        received: dict[str, Any] = response.json()
-        self.last_sent = sent
+        status, received = response.status, {}
+        streamed = response.headers.get("content-type", "").startswith("text/event-stream")
+        if not streamed:
+            received = response.json()
         self.page.wait_for_function("() => !document.getElementById('submit').disabled")
-        return response.status, sent, received
+        if streamed:  # the page streams (issue 32); chromium keeps no streamed body, the page keeps its events
+            events = self.page.evaluate("() => window.pcfjudgeStream")
+            self.last_events = [(str(kind), data) for kind, data in events]
+            kind, received = self.last_events[-1]
+            status = received.get("status", 502) if kind == "error" else 200
+        self.last_sent = sent
+        return status, sent, received
 
 
 def judge_example(watched: Watched, index: int = 0) -> dict[str, Any]:

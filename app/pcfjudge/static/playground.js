@@ -174,6 +174,71 @@ async function post(path, body) {
   return { response, data, text };
 }
 
+// "stream": true: server-sent events, read from the response body as they arrive (fetch, so the key header goes too).
+async function postStream(path, body, onEvent) {
+  const headers = { "content-type": "application/json", accept: "text/event-stream", ...authHeaders() };
+  const response = await fetch(path, { method: "POST", headers, body: JSON.stringify({ ...body, stream: true }) });
+  if (!response.ok || !(response.headers.get("content-type") || "").startsWith("text/event-stream")) {
+    const text = await response.text();
+    let data = null;
+    try { data = JSON.parse(text); } catch { data = null; }
+    return { response, data, text };
+  }
+  const reader = response.body.getReader();
+  const decoder = new TextDecoder();
+  let buffer = "";
+  let final = null;
+  // The latest stream's events, for scripts driving the page (the browser tests read it: a streamed body is not kept).
+  const seen = (window.pcfjudgeStream = []);
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    buffer += decoder.decode(value, { stream: true }).replace(/\r\n/g, "\n");
+    let cut;
+    while ((cut = buffer.indexOf("\n\n")) >= 0) {
+      const block = buffer.slice(0, cut);
+      buffer = buffer.slice(cut + 2);
+      let kind = "message";
+      const lines = [];
+      for (const line of block.split("\n")) {
+        if (line.startsWith("event:")) kind = line.slice(6).trim();
+        else if (line.startsWith("data:")) lines.push(line.slice(5).trim());
+      }
+      if (!lines.length) continue; // a keep-alive ping
+      const data = JSON.parse(lines.join("\n"));
+      seen.push([kind, data]);
+      if (kind === "result" || kind === "error") final = { kind, data };
+      else onEvent(kind, data);
+    }
+  }
+  if (final && final.kind === "result") return { response, data: final.data, text: "" };
+  const error = final ? final.data : { error: "stream_ended", detail: "the stream ended without a result" };
+  return { response: { ok: false, status: error.status || 502, headers: response.headers }, data: error, text: "" };
+}
+
+// One streamed run (or pass): where the consensus stands, candidates by their consensus so far.
+function showProgress(kind, data, cands) {
+  $("live").hidden = false;
+  if (kind === "pass") {
+    $("live-status").textContent = `${data.pass} pass: ${data.error ? `failed (${data.error})` : `verdict ${data.verdict}`}${data.model ? ` — ${data.model}` : ""}`;
+    return;
+  }
+  const by = data.model ? ` by ${data.model}` : "";
+  const winners = (data.winners || []).join(", ");
+  $("live-status").textContent = `Run ${data.runs_done} of ${data.runs_planned}${by}${data.error ? " failed" : ""}; leading: ${winners || "—"}`;
+  const consensus = data.consensus || {};
+  const texts = new Map(cands.map((c) => [c.id, c.text]));
+  const rows = Object.entries(consensus).sort((a, b) => b[1] - a[1]).map(([id, value]) => {
+    const fill = h("span", { className: "fill" });
+    fill.style.width = `${Math.max(0, Math.min(100, value))}%`; // CSSOM: allowed by the page's style-src 'self'
+    return h("tr", { className: (data.winners || []).includes(id) ? "leading" : "", dataset: { id } },
+      h("td", {}, `${id}: ${(texts.get(id) || "").slice(0, 60)}`),
+      h("td", { className: "num" }, value.toFixed(1)),
+      h("td", { className: "bar" }, fill));
+  });
+  $("live-table").querySelector("tbody").replaceChildren(...rows);
+}
+
 function show(section) {
   for (const id of ["listwise-result", "pairwise-result"]) $(id).hidden = id !== section;
   if (!section) $("jury-result").hidden = true;
@@ -214,7 +279,8 @@ async function submit(event) {
   $("status").textContent = `Judging ${cands.length} candidates…`;
   const started = performance.now();
   try {
-    const { response, data, text } = await post(path, body);
+    $("live").hidden = true;
+    const { response, data, text } = await postStream(path, body, (kind, event) => showProgress(kind, event, cands));
     const seconds = ((performance.now() - started) / 1000).toFixed(2);
     if (response.ok && data) {
       (path === "judge/pairwise" ? showPairwise : showListwise)(data, cands);

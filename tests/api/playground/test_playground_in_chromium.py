@@ -333,3 +333,21 @@ def test_redoc_renders_offline(browser: Browser, serve_url: str) -> None:
         # ReDoc's sidebar credit is a CDN image: the page's policy refuses it before any request is made
         assert all(url.startswith("https://cdn.redoc.ly/") for url in w.refused), w.refused
         assert all("Content Security Policy" in e and "cdn.redoc.ly" in e for e in w.console_errors), w.console_errors
+
+
+def test_the_consensus_converges_live_as_runs_stream_in(watched: Watched) -> None:
+    """Issue 32: the page asks for a stream; each run event updates "Consensus forming" (run N of K, the leaders),
+    and the final table is the stream's result event."""
+    result = judge_example(watched, 0)
+    page, events = watched.page, watched.last_events
+    runs = [data for kind, data in events if kind == "run"]
+    assert watched.last_sent["stream"] is True and len(runs) == result["k"] and events[-1][0] == "result"
+    assert page.locator("#live").is_visible()
+    last = runs[-1]
+    status = page.inner_text("#live-status")
+    assert status.startswith(f"Run {last['runs_done']} of {last['runs_planned']}")
+    assert status.endswith("leading: " + ", ".join(last["winners"]))
+    shown = attrs(watched, "#live-table tbody tr", "id")
+    assert shown == sorted(last["consensus"], key=lambda cid: -last["consensus"][cid])
+    assert set(attrs(watched, "#live-table tr.leading", "id")) == set(last["winners"]) == set(result["winners"])
+    assert watched.console_errors == [] and watched.external_requests() == []
