@@ -11,6 +11,8 @@ from typing import Any
 from pcfjudge.backends.registry import Registry
 from pcfjudge.cache.build import build_cache
 from pcfjudge.cache.interface import Cache
+from pcfjudge.cache.job_record import JobStore
+from pcfjudge.cache.job_store import MemoryJobStore, open_job_store
 from pcfjudge.cache.redis_cache import RedisCache
 from pcfjudge.cache.reliability_store import Refresher, ReliabilityStore, open_store
 from pcfjudge.engine.judge import Judge
@@ -41,6 +43,7 @@ class Services:
     rewards: Rewards  # RL reward groups (collected across requests; across replicas with Redis)
     reliability: Book = field(default_factory=Book)  # calibration records (pcfjudge calibrate), kept fresh by:
     calibration: Refresher | None = None  # started with the app (``start``), reloading from the store
+    jobs: JobStore = field(default_factory=MemoryJobStore)  # jobs (docs/api/jobs.md): where the quotas are
 
     @classmethod
     def build(cls, settings: Settings) -> Services:
@@ -74,6 +77,7 @@ class Services:
             rewards=Rewards.build(settings, judge),
             reliability=book,
             calibration=refresher,
+            jobs=open_job_store(shared if isinstance(shared, RedisCache) else None),
         )
 
     async def start(self) -> None:

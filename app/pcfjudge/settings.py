@@ -182,6 +182,40 @@ class Settings(BaseSettings):
         600_000, ge=0, le=600_000, description="Cap on any request's group_wait_ms: the longest a request is held."
     )
 
+    # Jobs (docs/api/jobs.md): judgments that outlive a request, in Redis with PCFJ_REDIS_URL (else in process)
+    job_ttl_s: float = Field(
+        86_400.0, gt=0, description="A job and its result are kept this long after submission (renewed when it ends)."
+    )
+    job_timeout_s: float = Field(
+        3600.0,
+        gt=0,
+        description="A job that has not finished this long after it first started fails (job_timeout), resumes "
+        "and retries after 429/503 included; each judgment in it is still bound by PCFJ_REQUEST_TIMEOUT_S.",
+    )
+    job_workers: int = Field(4, ge=1, description="Jobs one process runs at once; the others wait, queued.")
+    job_lease_s: float = Field(
+        30.0,
+        gt=0,
+        description="A running job's lease, renewed every third of it; a replica that stops renewing (killed) loses "
+        "the job to another replica once it lapses.",
+    )
+    job_sweep_s: float = Field(
+        2.0, gt=0, description="How often each process looks for queued jobs and lapsed leases to run."
+    )
+    max_jobs_per_key: int = Field(
+        100, ge=1, description="Queued and running jobs per API key (all callers together without keys); past it, 429."
+    )
+    max_job_bytes_per_key: int = Field(
+        20_000_000,
+        ge=1024,
+        description="Total request bytes of one API key's queued and running jobs; past it, 413.",
+    )
+    webhook_secret: SecretStr | None = Field(
+        default=None,
+        description="Turns job webhooks on: the HMAC-SHA256 key of their X-Pcfjudge-Signature header; unset: a "
+        "webhook_url is refused (422).",
+    )
+
     # Process (`pcfjudge serve`)
     workers: int = Field(1, ge=1, le=128, description="Worker processes: the default of `pcfjudge serve --workers`.")
     shutdown_grace_s: int = Field(

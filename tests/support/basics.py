@@ -11,8 +11,9 @@ OPENAI_KEY = "sk-test-openai-0123456789abcdefSECRET"
 ANTHROPIC_KEY = "sk-ant-test-0123456789abcdefSECRET"
 QUESTION = "In which year did the Berlin Wall fall?"
 CANDIDATES = ["1989.", "It fell in 1991, on 3 October.", "I am not sure; possibly the late 1980s."]
-# Environment variables no test may pass on: real provider keys and URLs, and the service's own settings.
-SCRUBBED_ENV_PREFIXES = ("OPENAI_", "ANTHROPIC_", "PCFJ_")
+# Environment variables no test may pass on: real provider keys and URLs, the service's own settings, and OpenTelemetry's
+# (a developer's OTEL_EXPORTER_OTLP_ENDPOINT would turn tracing on: tests/telemetry/test_tracing.py sets its own).
+SCRUBBED_ENV_PREFIXES = ("OPENAI_", "ANTHROPIC_", "PCFJ_", "OTEL_")
 # The calibration records every service and command the tests start read (unless a test names its own): a file that
 # does not exist, never the developer's ~/.cache/pcfjudge/calibration.json (PCFJ_CALIBRATION_FILE's default).
 NO_CALIBRATION = {

@@ -49,11 +49,13 @@ def background_process(
     env: Mapping[str, str] | None = None,
     name: str | None = None,
     timeout_s: float = 30.0,
+    log_path: Path | None = None,
 ) -> Iterator[subprocess.Popen[bytes]]:
     """``argv`` as a subprocess (environment: ``clean_env(env)``, cwd: the repo), yielded once ``ready_url``
-    answers 200; terminated (then killed) afterwards. Its output goes to a temp file, quoted if it exits early."""
+    answers 200; terminated (then killed) afterwards. Its output goes to a temp file (or ``log_path``, to be read
+    afterwards), quoted if it exits early."""
     name = name or Path(argv[0]).name
-    with tempfile.TemporaryFile() as log:
+    with tempfile.TemporaryFile() if log_path is None else log_path.open("w+b") as log:
         proc = subprocess.Popen(argv, cwd=ROOT, env=clean_env(env), stdout=log, stderr=subprocess.STDOUT)
         try:
 
@@ -75,18 +77,23 @@ def background_process(
 
 
 @contextmanager
-def pcfjudge_process(command: str, *args: str, env: Mapping[str, str] | None = None) -> Iterator[str]:
+def pcfjudge_process(
+    command: str, *args: str, env: Mapping[str, str] | None = None, log_path: Path | None = None
+) -> Iterator[str]:
     """``pcfjudge <command> --port <free port> <args>`` as a subprocess; yields its base URL once /healthz answers."""
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     argv = [sys.executable, "-m", "pcfjudge.cli.main", command, "--port", str(port), *args]
-    with background_process(argv, ready_url=f"{url}/healthz", env=env, name=f"pcfjudge {command}"):
+    with background_process(argv, ready_url=f"{url}/healthz", env=env, name=f"pcfjudge {command}", log_path=log_path):
         yield url
 
 
-def serve_process(*args: str, env: Mapping[str, str] | None = None) -> contextlib.AbstractContextManager[str]:
-    """``pcfjudge serve`` (warnings only) on a free port: its base URL, e.g. ``serve_process("--workers", "2")``."""
-    return pcfjudge_process("serve", "--log-level", "warning", *args, env=env)
+def serve_process(
+    *args: str, env: Mapping[str, str] | None = None, log_path: Path | None = None
+) -> contextlib.AbstractContextManager[str]:
+    """``pcfjudge serve`` (warnings only) on a free port: its base URL, e.g. ``serve_process("--workers", "2")``;
+    its output is written to ``log_path`` when given (``"--log-level", "info"`` in ``args`` for the access log)."""
+    return pcfjudge_process("serve", "--log-level", "warning", *args, env=env, log_path=log_path)
 
 
 def fake_provider_process(*args: str) -> contextlib.AbstractContextManager[str]:

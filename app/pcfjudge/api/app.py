@@ -9,12 +9,15 @@ from fastapi import FastAPI
 
 from pcfjudge._version import __version__
 from pcfjudge.api import error_handlers
+from pcfjudge.api.jobs.job_runner import JobRunner
 from pcfjudge.api.middleware.auth import AuthMiddleware
 from pcfjudge.api.middleware.body import BodyMiddleware
 from pcfjudge.api.middleware.request import RequestMiddleware
+from pcfjudge.api.middleware.respond_async import RespondAsyncMiddleware
 from pcfjudge.api.middleware.shutdown import ShutdownMiddleware
 from pcfjudge.api.routes import (
     health_routes,
+    jobs_routes,
     listwise_routes,
     metrics_routes,
     models_routes,
@@ -28,7 +31,7 @@ from pcfjudge.judging.pairwise_prompts import KEYED_VERSION, PAIRWISE_VERSION
 from pcfjudge.judging.prompts import LISTWISE_VERSION
 from pcfjudge.services import Services
 from pcfjudge.settings import Settings
-from pcfjudge.telemetry import metrics
+from pcfjudge.telemetry import metrics, tracing
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -38,13 +41,19 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         metrics.clean_dead_workers()
         metrics.build_info(LISTWISE_VERSION, PAIRWISE_VERSION, KEYED_VERSION)
+        traced = tracing.setup()  # spans over OTLP when the OTEL_* variables say so; off (and free) otherwise
         services = Services.build(settings)
         app.state.services = services
+        app.state.jobs = jobs = JobRunner(app, services.jobs, settings)  # runs jobs through the app itself
         try:
             await services.start()  # calibration records: loaded now, reloaded in the background
+            await jobs.start()
             yield
         finally:
+            await jobs.aclose()  # running jobs go back to the queue, for another replica to resume
             await services.aclose()
+            if traced:
+                tracing.shutdown()  # the spans still queued are exported first
 
     app = FastAPI(
         title="pcfjudge",
@@ -63,9 +72,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(rerank_routes.router)  # /rerank (TEI shape), /v1/rerank and /v2/rerank (Cohere shape)
     app.include_router(reward_routes.router)  # /v1/reward: RL rewards, groups judged together
     app.include_router(reward_adapter_routes.router)  # /get_reward (OpenRLHF), /v1/reward/one (slime)
+    app.include_router(jobs_routes.router)  # /v1/jobs: judgments that outlive a request (docs/api/jobs.md)
     playground_routes.install(app)
+    jobs_routes.install_docs(app)  # the judging routes' 202 with Prefer: respond-async
     # Pure ASGI layers, outermost last: request id/metrics/log/last-resort 500 → auth and quota → body and
-    # disconnect watch → the app.
+    # disconnect watch → Prefer: respond-async → the app.
+    app.add_middleware(RespondAsyncMiddleware)  # Prefer: respond-async on a judging route: made a job (202)
     app.add_middleware(BodyMiddleware, max_bytes=settings.max_body_bytes, body_timeout_s=settings.body_timeout_s)
     app.add_middleware(AuthMiddleware)
     app.add_middleware(ShutdownMiddleware)  # a request cancelled past the shutdown grace: 503 shutting_down

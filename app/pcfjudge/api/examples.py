@@ -64,6 +64,14 @@ EXAMPLES: dict[tuple[str, str], dict[str, Any]] = {
         "labels": ["eight", "eight"],
     },
     ("post", "/v1/reward/one"): {"prompt": SPIDER, "response": "Eight.", "label": "eight"},
+    ("post", "/v1/jobs"): {  # answered 202; GET its Location (in /docs: GET /v1/jobs/{job_id} with the id) for the rest
+        "endpoint": "/judge/listwise",
+        "request": {
+            "question": "In which year did the Berlin Wall fall?",
+            "candidates": ["1989.", "It fell in 1991, on 3 October.", "I am not sure; possibly the late 1980s."],
+            "k": 3,
+        },
+    },
 }
 
 

@@ -37,6 +37,7 @@ from pcfjudge.backends.base import (
 from pcfjudge.backends.params import ANTHROPIC_EFFORTS
 from pcfjudge.backends.sdkerrors import public_url, scrub, status_error
 from pcfjudge.settings import Settings
+from pcfjudge.telemetry import tracing
 from pcfjudge.types import Usage
 
 KEY_ENV = "ANTHROPIC_API_KEY"
@@ -79,7 +80,8 @@ class AnthropicBackend:
 
     async def complete(self, call: JudgeCall) -> Completion:
         try:
-            message = await self.client.messages.create(**self.request(call))
+            # With tracing on, the call span's traceparent (this SDK also sends the current one by itself).
+            message = await self.client.messages.create(**self.request(call), extra_headers=tracing.outgoing_headers())
         except anthropic.AnthropicError as exc:
             raise self._error(exc) from None
         return self.completion(message, call.schema_name)

@@ -27,6 +27,7 @@ import orjson
 
 from pcfjudge.backends.base import BackendError, BackendTimeout, ProviderError
 from pcfjudge.backends.sdkerrors import status_error
+from pcfjudge.telemetry import tracing
 
 Timeouts = tuple[float | None, float | None, float | None]
 """(connect, read, pool) seconds, as the SDK's ``httpx`` timeout names them; None: no limit."""
@@ -64,9 +65,11 @@ class ChatWire:
         return self._session
 
     async def post(self, body: bytes) -> dict[str, object]:
-        """POST ``body``; the answer's JSON object, or a typed ``BackendError``."""
+        """POST ``body``; the answer's JSON object, or a typed ``BackendError``. With tracing on, the request carries
+        the call span's ``traceparent``."""
+        traced = tracing.outgoing_headers()
         try:
-            async with self._client().post(self.endpoint, data=body, proxy=self.proxy) as response:
+            async with self._client().post(self.endpoint, data=body, proxy=self.proxy, headers=traced) as response:
                 raw = await response.read()
                 status, headers = response.status, response.headers
         except TimeoutError:

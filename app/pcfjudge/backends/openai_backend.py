@@ -43,6 +43,7 @@ from pcfjudge.backends.dialects import Dialect, Dialects, OutputMode, format_fie
 from pcfjudge.backends.hosts import is_openai
 from pcfjudge.backends.sdkerrors import public_url, scrub, status_error
 from pcfjudge.settings import Settings
+from pcfjudge.telemetry import tracing
 from pcfjudge.types import Usage
 
 Transport = Literal["wire", "sdk"]
@@ -120,7 +121,7 @@ class OpenAIBackend:
         if self.transport == "wire":
             return self.completion_of(await self.wire.post(orjson.dumps(request)))
         try:
-            response = await self.client.chat.completions.create(**request)
+            response = await self.client.chat.completions.create(**request, extra_headers=tracing.outgoing_headers())
         except openai.OpenAIError as exc:
             raise self._error(exc) from None
         return self._completion(response)

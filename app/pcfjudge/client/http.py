@@ -177,3 +177,39 @@ def post_json(client: httpx.Client, path: str, payload: dict[str, Any], *, retry
             return result
         time.sleep(wait)
     raise AssertionError("unreachable: the last attempt returns or raises")
+
+
+async def arequest_json(
+    client: httpx.AsyncClient, method: str, path: str, *, retry: RetryPolicy = DEFAULT_RETRY
+) -> Any:
+    """GET or DELETE ``path`` (idempotent, so retried as ``apost_json`` is) and return the decoded JSON answer."""
+    for attempt in range(max(retry.attempts, 1)):
+        try:
+            response = await client.request(method, path)
+        except RETRY_ERRORS:
+            if attempt + 1 >= retry.attempts:
+                raise
+            await asyncio.sleep(retry.wait(attempt, None))
+            continue
+        result, wait = _outcome(response, retry, attempt)
+        if wait is None:
+            return result
+        await asyncio.sleep(wait)
+    raise AssertionError("unreachable: the last attempt returns or raises")
+
+
+def request_json(client: httpx.Client, method: str, path: str, *, retry: RetryPolicy = DEFAULT_RETRY) -> Any:
+    """The blocking twin of ``arequest_json``."""
+    for attempt in range(max(retry.attempts, 1)):
+        try:
+            response = client.request(method, path)
+        except RETRY_ERRORS:
+            if attempt + 1 >= retry.attempts:
+                raise
+            time.sleep(retry.wait(attempt, None))
+            continue
+        result, wait = _outcome(response, retry, attempt)
+        if wait is None:
+            return result
+        time.sleep(wait)
+    raise AssertionError("unreachable: the last attempt returns or raises")

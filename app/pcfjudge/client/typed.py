@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 import httpx
 from pydantic import BaseModel
 
+from pcfjudge.client import jobs
 from pcfjudge.client.events import StreamEvent, aevents, events
 from pcfjudge.client.http import (
     DEFAULT_RETRY,
@@ -30,6 +31,7 @@ from pcfjudge.client.http import (
     default_url,
     post_json,
 )
+from pcfjudge.schemas.jobs_schema import Job, JobAccepted
 from pcfjudge.schemas.listwise_schema import CandidateIn, ListwiseRequest, ListwiseResponse
 from pcfjudge.schemas.pairwise_schema import PairwiseRequest, PairwiseResponse
 from pcfjudge.schemas.rerank_schema import CohereRerankRequest, RerankResponse
@@ -163,6 +165,24 @@ class Client:
         RewardRequest's other fields (model, k, reward, group_size, group_wait_ms). A failed group's rewards are None."""
         return self.post("/v1/reward", reward_payload(samples, options), RewardResponse)
 
+    def submit(
+        self, endpoint: str, request: BaseModel | Mapping[str, Any], *, webhook_url: str | None = None
+    ) -> JobAccepted:
+        """``POST /v1/jobs``: judge ``request`` with ``endpoint`` (e.g. "/judge/listwise") as a job (docs/api/jobs.md)."""
+        return jobs.submit(self.http, endpoint, request, webhook_url, self.retry)
+
+    def job(self, job_id: str) -> Job:
+        """``GET /v1/jobs/{id}``: its status, progress, and once ended the route's ``response``."""
+        return jobs.job(self.http, job_id, self.retry)
+
+    def cancel(self, job_id: str) -> Job:
+        """``DELETE /v1/jobs/{id}``: cancel a queued or running job."""
+        return jobs.job(self.http, job_id, self.retry, "DELETE")
+
+    def wait(self, job_id: str, poll_s: float = 1.0, timeout_s: float | None = None) -> Job:
+        """Poll the job every ``poll_s`` until it has ended; ``TimeoutError`` after ``timeout_s``."""
+        return jobs.wait(self.http, job_id, poll_s, timeout_s, self.retry)
+
 
 class AsyncClient:
     """The asyncio twin of ``Client``: ``async with pcfjudge.AsyncClient() as judge: await judge.listwise(...)``."""
@@ -221,6 +241,20 @@ class AsyncClient:
 
     async def reward(self, samples: Sequence[Sample], **options: Any) -> RewardResponse:
         return await self.post("/v1/reward", reward_payload(samples, options), RewardResponse)
+
+    async def submit(
+        self, endpoint: str, request: BaseModel | Mapping[str, Any], *, webhook_url: str | None = None
+    ) -> JobAccepted:
+        return await jobs.asubmit(self.http, endpoint, request, webhook_url, self.retry)
+
+    async def job(self, job_id: str) -> Job:
+        return await jobs.ajob(self.http, job_id, self.retry)
+
+    async def cancel(self, job_id: str) -> Job:
+        return await jobs.ajob(self.http, job_id, self.retry, "DELETE")
+
+    async def wait(self, job_id: str, poll_s: float = 1.0, timeout_s: float | None = None) -> Job:
+        return await jobs.await_job(self.http, job_id, poll_s, timeout_s, self.retry)
 
     def listwise_stream(
         self, question: str, candidates: Sequence[Candidate], **options: Any

@@ -20,6 +20,7 @@ from pcfjudge import context
 from pcfjudge.backends.params import decoding_params
 from pcfjudge.backends.registry import Jury, ModelError, Registry, ResolvedModel
 from pcfjudge.engine import spend
+from pcfjudge.engine.judgment_spans import traced
 from pcfjudge.engine.jury_runs import judge_jurors, judge_jury_listwise, pool_pairwise, pool_windows
 from pcfjudge.engine.listwise_runs import ListwiseResult, ListwiseTask, RunPlan, judge_listwise, plan_runs
 from pcfjudge.engine.pairwise_passes import (
@@ -146,6 +147,7 @@ class Judge:
         model = self.model(task.model)
         return plan_passes(task, model.string, self.params(model))
 
+    @traced("listwise")
     async def listwise(self, task: ListwiseTask) -> ListwiseResult:
         """PCFJudge; raises ``JudgingFailed`` (502/503/504) below quorum, ``ModelError`` for a bad model and
         ``Refusal`` when the guard or admission control declines."""
@@ -304,6 +306,7 @@ class Judge:
         result.cost_usd = round(sum(c for c in costs if c is not None), 6) if None not in costs else None
         return result
 
+    @traced("pairwise")
     async def pairwise(self, task: PairwiseTask) -> PairwiseResult:
         """APOCJudge; raises ``JudgingFailed`` when both orders fail, ``ModelError`` for a bad model and
         ``Refusal`` when the guard or admission control declines."""

@@ -41,6 +41,7 @@ from pcfjudge.engine.calls import CallSpec as CallSpec
 from pcfjudge.engine.calls import from_cache
 from pcfjudge.errors import Refusal
 from pcfjudge.judging.parse import OutputError
+from pcfjudge.telemetry import tracing
 from pcfjudge.telemetry.hooks import NOOP, Observer
 from pcfjudge.types import CacheMode, Usage
 
@@ -109,6 +110,8 @@ class Runner:
         """
         hook = _ON_OUTCOME.get()
         outcomes = await self._cached(specs, cache_mode, hook)
+        if tracing.on():
+            tracing.cache_hits(model.string, len(specs) - outcomes.count(None))
         misses = [i for i, o in enumerate(outcomes) if o is None]
         if not misses:
             return [o for o in outcomes if o is not None]
@@ -171,6 +174,7 @@ class Runner:
         started = task is None
         if task is not None:
             self.observer.single_flight_wait()
+            tracing.shared(model.string, "request")
         else:
             task = asyncio.create_task(self._call_once(spec, model, deadline, cache_mode))
             task.add_done_callback(lambda _t: model.limit.release(1))
@@ -204,6 +208,7 @@ class Runner:
         stored = from_cache(spec, claim.value) if claim.value is not None else None
         if stored is not None:
             stored.latency_ms = _ms(started)
+            tracing.shared(model.string, "replica")
             return stored
         try:
             return await self._call(spec, model, deadline, cache_mode)
@@ -211,6 +216,21 @@ class Runner:
             await claim.release()
 
     async def _call(self, spec: CallSpec, model: ResolvedModel, deadline: float, cache_mode: CacheMode) -> CallOutcome:
+        """One backend call, its retries included: in a span of its own when tracing is on (``telemetry.tracing``)."""
+        if not tracing.on():
+            return await self._attempts(spec, model, deadline, cache_mode)
+        params = spec.call.params
+        provider = getattr(model.backend, "provider", model.provider)  # the wire's: openai for an engine too
+        with tracing.backend_call(
+            provider, model.name, model.string, params.temperature, params.max_output_tokens
+        ) as call:
+            outcome = await self._attempts(spec, model, deadline, cache_mode)
+            call.ended(outcome.error, outcome.usage)
+        return outcome
+
+    async def _attempts(
+        self, spec: CallSpec, model: ResolvedModel, deadline: float, cache_mode: CacheMode
+    ) -> CallOutcome:
         loop = asyncio.get_running_loop()
         started = time.perf_counter()
         usage = Usage()
@@ -247,6 +267,7 @@ class Runner:
                     return _failure(exc, started, usage)
                 output_retried = True
                 self.observer.retry(model.string, kind)
+                tracing.retried(kind)
                 continue
             attempt += 1
             delay = self._backoff(attempt, exc.retry_after)
@@ -255,6 +276,7 @@ class Runner:
             if loop.time() + delay >= deadline:
                 return _failure(exc, started, usage)
             self.observer.retry(model.string, kind)
+            tracing.retried(kind)
             await asyncio.sleep(delay)
 
     async def _store(
@@ -283,7 +305,9 @@ class Runner:
 async def _attempt(spec: CallSpec, model: ResolvedModel, deadline: float, remaining: float) -> Completion:
     """One backend attempt: wait for a slot (inside the deadline), count it against the request's meter, call."""
     async with asyncio.timeout(remaining):  # waiting for a slot counts against the deadline
+        waiting = time.perf_counter()
         async with model.limit.slot(deadline):
+            tracing.queued(waiting)  # the slot's wait, on the call's span
             refused = spend.try_call()  # every attempt is counted; none is made past the allowance
             if refused is not None:
                 raise OverLimit(f"the request's backend calls ({refused}) are spent; no retry left")

@@ -1,7 +1,8 @@
 """Logging for ``pcfjudge serve``: ``--log-format text`` (default) or ``json`` (one JSON object per line).
 
 Our access log (logger ``pcfjudge.access``) writes one line per request with its id, route, status, latency, API key
-*name*, backend calls and cache hits; uvicorn's own access log is turned off. Nothing logs keys, prompts or texts.
+*name*, backend calls and cache hits, and with tracing on its trace id; uvicorn's own access log is turned off.
+Nothing logs keys, prompts or texts.
 """
 
 from __future__ import annotations
@@ -11,7 +12,17 @@ from typing import Any, Literal
 
 LogFormat = Literal["text", "json"]
 ACCESS = logging.getLogger("pcfjudge.access")
-ACCESS_FIELDS = ("request_id", "method", "route", "status", "latency_ms", "key", "backend_calls", "cache_hits")
+ACCESS_FIELDS = (
+    "request_id",
+    "method",
+    "route",
+    "status",
+    "latency_ms",
+    "key",
+    "backend_calls",
+    "cache_hits",
+    "trace_id",
+)
 
 
 class TextAccessFormatter(logging.Formatter):

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
+    REGISTRY,
     CollectorRegistry,
     Counter,
     Gauge,
@@ -24,8 +25,10 @@ from prometheus_client import (
     generate_latest,
     multiprocess,
 )
+from prometheus_client.openmetrics import exposition as openmetrics
 
 from pcfjudge._version import __version__
+from pcfjudge.telemetry import tracing
 
 if TYPE_CHECKING:
     from pcfjudge.types import Usage
@@ -191,7 +194,7 @@ class Metrics:
     def backend_call(self, model: str, outcome: str, seconds: float, usage: Usage | None) -> None:
         provider, label = model.partition(":")[0], self.model_label(model)
         child(BACKEND_CALLS, provider, label, outcome).inc()
-        child(BACKEND_SECONDS, provider, label).observe(seconds)
+        child(BACKEND_SECONDS, provider, label).observe(seconds, tracing.exemplar())  # the call's span, if traced
         if usage is not None:
             for kind, value in (
                 ("input", usage.input_tokens),
@@ -299,3 +302,16 @@ def render() -> bytes:
         multiprocess.MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
         return generate_latest(registry)
     return generate_latest()
+
+
+OPENMETRICS = "application/openmetrics-text"
+
+
+def render_for(accept: str) -> tuple[bytes, str]:
+    """The exposition and its content type for a scraper's ``Accept`` header: OpenMetrics, which carries the latency
+    histograms' trace exemplars, when it names ``application/openmetrics-text`` (as Prometheus does); else the
+    Prometheus text format. Multiprocess mode (``--workers N``) has no exemplars: always the text format there."""
+    if OPENMETRICS in accept and multiprocess_dir() is None:
+        body: bytes = openmetrics.generate_latest(REGISTRY)  # type: ignore[no-untyped-call]
+        return body, openmetrics.CONTENT_TYPE_LATEST
+    return render(), CONTENT_TYPE

@@ -10,6 +10,9 @@ uvicorn, which otherwise trusts 127.0.0.1).
 
 Then the door (``security.door``): POST requests in flight per process and per key; past either, 503 with
 Retry-After before the body is read.
+
+A job's own request (``api.jobs.loopback``) carries its owner in the ASGI scope, which no client can write: it is
+that key's request (no API key needed, the request quota already paid when the job was submitted), through the door.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from pcfjudge import context
 from pcfjudge.api.error_handlers import json_response
+from pcfjudge.api.jobs.loopback import JOB_SCOPE, JobCaller
 from pcfjudge.security.api_keys import presented_key
 from pcfjudge.security.door import Door
 from pcfjudge.services import Services
@@ -48,16 +52,11 @@ class AuthMiddleware:
             await self.app(scope, receive, send)
             return
         ctx = context.current()
-        if services.keys.enabled:
-            presented = presented_key(scope.get("headers", ()))
-            name = services.keys.identify(presented)
-            if name is None:
-                await self._unauthorized(scope, send, presented is not None)
-                return
-            if ctx is not None:
-                ctx.key = name
+        caller = scope.get(JOB_SCOPE)  # a job's own request, made by this process (api.jobs.loopback): its owner
+        if not await self._identify(scope, send, services, ctx, caller):
+            return
         per_min = settings.quota_requests_per_min
-        if per_min is not None:
+        if per_min is not None and caller is None:  # a job's request was counted when the job was submitted
             client = scope.get("client") or ("unknown", 0)
             who = ctx.key if ctx is not None and services.keys.enabled else f"addr:{client[0]}"
             decision = await services.limiter.take(f"requests:{who}", 1, per_min)
@@ -83,6 +82,25 @@ class AuthMiddleware:
             await self.app(scope, receive, send)
         finally:
             self.door.leave(tenant)
+
+    @classmethod
+    async def _identify(
+        cls, scope: Scope, send: Send, services: Services, ctx: context.RequestContext | None, caller: object
+    ) -> bool:
+        """Name the caller in the request's context: a job's owner, or the key presented (False: refused, 401 sent)."""
+        if isinstance(caller, JobCaller):
+            name: str | None = caller.owner
+        elif services.keys.enabled:
+            presented = presented_key(scope.get("headers", ()))
+            name = services.keys.identify(presented)
+            if name is None:
+                await cls._unauthorized(scope, send, presented is not None)
+                return False
+        else:
+            return True
+        if ctx is not None and name is not None:
+            ctx.key = name
+        return True
 
     @staticmethod
     async def _unauthorized(scope: Scope, send: Send, presented: bool) -> None:

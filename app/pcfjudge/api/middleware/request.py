@@ -4,7 +4,9 @@ on errors.
 * ``X-Request-ID``: the client's (printable, at most 64 characters) or a new one; in every response and log line;
 * an exception nothing else handled becomes a JSON 500 carrying the request id (body and header) and exactly one
   log line; it never reaches the server, so the keep-alive connection stays usable;
-* Prometheus: requests and latency by route template and status, requests by API key name, in-flight gauge.
+* Prometheus: requests and latency by route template and status, requests by API key name, in-flight gauge;
+* with tracing on (``telemetry.tracing``): the request's SERVER span, continuing the caller's ``traceparent``; its
+  trace id in ``X-Trace-Id``, in the access log line and as the latency histogram's exemplar.
 
 Admission at the door (``PCFJ_MAX_PENDING_REQUESTS`` in all, ``PCFJ_MAX_PENDING_PER_KEY`` per API key) needs the
 caller's key, so it sits in ``api.auth`` (see ``security.door``); the call slots refuse what gets past (see
@@ -18,14 +20,18 @@ import os
 import re
 import time
 import traceback
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from pcfjudge import context
 from pcfjudge.api.error_handlers import json_response
 from pcfjudge.telemetry import metrics as m
+from pcfjudge.telemetry import tracing
 from pcfjudge.telemetry.logs import ACCESS
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import Span
 
 log = logging.getLogger("pcfjudge")
 JUDGE_ROUTES = ("/judge/listwise", "/judge/pairwise")
@@ -63,16 +69,18 @@ class RequestMiddleware:
         started = time.perf_counter()
         status = [0]
         header = (b"x-request-id", rid.encode())
+        span = tracing.server_span(scope, rid) if tracing.on() else None
+        added = (header,) if span is None else (header, tracing.response_header(span))
 
         async def send_with_id(message: Message) -> None:
             if message["type"] == "http.response.start":
                 status[0] = message["status"]
-                message["headers"] = [*message.get("headers", ()), header]
+                message["headers"] = [*message.get("headers", ()), *added]
             await send(message)
 
         if gauge is not None:
             gauge.inc()
-        with context.serving(context.RequestContext(rid)) as ctx:
+        with context.serving(context.RequestContext(rid)) as ctx, tracing.current(span):
             try:
                 await self.app(scope, receive, send_with_id)
             except Exception as exc:  # the last word: a JSON 500, one log line, a connection still usable
@@ -85,15 +93,19 @@ class RequestMiddleware:
             finally:
                 if gauge is not None:
                     gauge.dec()
-                self._record(scope, ctx, status[0] or 499, time.perf_counter() - started, tracked)
+                self._record(scope, ctx, status[0] or 499, time.perf_counter() - started, tracked, span)
 
     @staticmethod
-    def _record(scope: Scope, ctx: context.RequestContext, status: int, seconds: float, tracked: bool) -> None:
+    def _record(
+        scope: Scope, ctx: context.RequestContext, status: int, seconds: float, tracked: bool, span: Span | None = None
+    ) -> None:
         route = route_template(scope)
         if tracked:
             m.child(m.REQUESTS, route, str(status)).inc()
-            m.child(m.REQUEST_SECONDS, route).observe(seconds)
+            m.child(m.REQUEST_SECONDS, route).observe(seconds, tracing.exemplar(span) if span is not None else None)
             m.child(m.KEY_REQUESTS, ctx.key, f"{status // 100}xx").inc()
+        if span is not None:
+            tracing.end_request(span, scope.get("method", ""), route, status, ctx.key)
         if not ACCESS.isEnabledFor(logging.INFO):
             return
         fields: dict[str, Any] = {
@@ -106,6 +118,8 @@ class RequestMiddleware:
             "backend_calls": ctx.backend_calls,
             "cache_hits": ctx.cache_hits,
         }
+        if span is not None:
+            fields["trace_id"] = tracing.trace_id(span)
         ACCESS.info("request", extra=fields)
 
 

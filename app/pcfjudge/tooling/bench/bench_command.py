@@ -325,6 +325,33 @@ def _add_deadline(kinds: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     deadline.set_defaults(func=_deadline)
 
 
+def _tracing(args: argparse.Namespace) -> int:
+    from pcfjudge.tooling.bench.tracing_bench import TracingBench, format_report, run
+
+    bench = TracingBench(args.rounds, args.warm_requests, args.cold_requests, args.concurrency, args.ratio)
+    print(format_report(bench, run(bench)))
+    return 0
+
+
+def _add_tracing(kinds: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    tracing = kinds.add_parser(
+        "tracing",
+        help="what traces cost: warm requests/s and cold backend calls/s with tracing off and on (exporting)",
+        description="Through the HTTP app in process, in interleaved rounds: warm K=7 requests (cache hits) and cold "
+        "ones (cache bypassed, K calls each) with tracing off, on with every span exported over OTLP/HTTP to a "
+        "receiver in another process, and on with a share of the traces sampled; prints each figure's median, the "
+        "overhead, the spans exported, and what tracing-off's checks cost a request and a call against a build "
+        "without them (timed in isolation).",
+    )
+    arg = tracing.add_argument
+    arg("--rounds", type=int, default=5, help="rounds per mode (default 5)")
+    arg("--warm-requests", type=int, default=2000, help="warm requests per round (default 2000)")
+    arg("--cold-requests", type=int, default=300, help="cold requests per round, K=7 calls each (default 300)")
+    arg("--concurrency", type=int, default=8, help="clients at once (default 8)")
+    arg("--ratio", type=float, default=0.1, help="the share of traces the sampled mode keeps (default 0.1)")
+    tracing.set_defaults(func=_tracing)
+
+
 def _add_http(kinds: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     http = kinds.add_parser(
         "http",
@@ -380,3 +407,4 @@ def add_bench_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser])
     _add_ranking(kinds)
     _add_jury(kinds)
     _add_deadline(kinds)
+    _add_tracing(kinds)

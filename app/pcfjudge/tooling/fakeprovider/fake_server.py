@@ -77,7 +77,7 @@ async def _provider_call(request: Request, wire: Wire) -> Response:
         return wire.error(400, "invalid", parsed, ident=ident)
     # The body's signature only matters to queued or sticky faults; hashing a 5 KB body costs more than the rest.
     fault = state.next_fault(task.digest(wire.name, body) if state.queue or state.sticky else "")
-    state.record(wire.name, body, fault)
+    state.record(wire.name, body, fault, request.headers.get("traceparent"))
     if state.live.latency_ms > 0:
         await asyncio.sleep(state.live.latency_ms / 1000)
     if fault in HTTP_FAULTS:
@@ -172,7 +172,9 @@ async def _calls(request: Request) -> Response:
             "calls": dict(state.calls),
             "completions": dict(state.completions),
             "faults_served": dict(state.faults),
-            "requests": [{"endpoint": s.endpoint, "fault": s.fault, "body": s.body} for s in served],
+            "requests": [
+                {"endpoint": s.endpoint, "fault": s.fault, "body": s.body, "traceparent": s.traceparent} for s in served
+            ],
         }
     )
 

@@ -53,6 +53,7 @@ class Served:
     endpoint: str
     fault: str | None
     body: dict[str, Any]
+    traceparent: str | None = None  # the W3C trace context header the caller sent (tracing tests)
 
 
 @dataclass
@@ -108,11 +109,11 @@ class FakeState:
             fault = "500" if self.rng.random() < 0.5 else "429"
         return None if fault == "ok" else fault
 
-    def record(self, endpoint: str, body: dict[str, Any], fault: str | None) -> None:
+    def record(self, endpoint: str, body: dict[str, Any], fault: str | None, traceparent: str | None = None) -> None:
         """Remember a parsed request (``calls`` already counts every request, rejected ones included)."""
         if fault is not None:
             self.faults[fault] += 1
-        self.served.append(Served(endpoint, fault, body))
+        self.served.append(Served(endpoint, fault, body, traceparent))
 
     def seen_prefix(self, digest: str) -> bool:
         """Whether a cacheable prefix was seen before (and remember it from now on)."""

@@ -1,0 +1,229 @@
+"""Submitting a job, at either door (docs/api/jobs.md): ``POST /v1/jobs`` with ``{"endpoint", "request",
+"webhook_url"}``, or an ordinary judging route with ``Prefer: respond-async`` (RFC 7240; the webhook then comes in
+``X-Pcfjudge-Webhook``).
+
+Before anything is stored the request gets its route's own checks: its request model (the same 400/422 bodies the
+route answers), then its front door's checks that precede any work (limits, model allowlist, caps, deadline), and a
+job never streams. A request that passes is stored (queued) within the owner's limits, 429/413 naming them, and
+answered 202 with its id and ``Location``. What the route can only find out by judging (a quota spent, a failed
+backend) ends the job ``failed`` with the route's own error body.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from email.message import Message
+from typing import Any
+
+import orjson
+from fastapi import Request, Response
+from fastapi.exceptions import RequestValidationError
+from pydantic import BaseModel, ValidationError
+
+from pcfjudge import context
+from pcfjudge.api.jobs import webhooks
+from pcfjudge.api.jobs.job_view import location
+from pcfjudge.cache.job_record import JobRecord, StoreUnavailable
+from pcfjudge.doors import listwise_task, pairwise_task
+from pcfjudge.doors.anytime import answer_deadline
+from pcfjudge.doors.rerank import CHARS_PER_TOKEN, cut, document_text, judge_model
+from pcfjudge.doors.rerank import build_task as rerank_task
+from pcfjudge.doors.reward_plan import Item, check_samples, plan
+from pcfjudge.errors import ApiError, client_error
+from pcfjudge.schemas.listwise_schema import ListwiseRequest
+from pcfjudge.schemas.pairwise_schema import PairwiseRequest
+from pcfjudge.schemas.rerank_schema import CohereRerankRequest
+from pcfjudge.schemas.reward_schema import RewardRequest
+from pcfjudge.services import Services
+
+WEBHOOK_HEADER = "X-Pcfjudge-Webhook"
+NOT_STREAMED = "a job's result is one JSON body: drop stream (poll the job, or give a webhook)"
+
+
+@dataclass(frozen=True, slots=True)
+class Submission:
+    endpoint: str
+    body: Any  # the request, parsed
+    raw: bytes  # the request as stored and sent to the route
+    headers: dict[str, str]  # sent with it: the caller's other preferences (Prefer: wait=…)
+    webhook_url: str | None
+    loc: tuple[str, ...]  # where the request sits in what was submitted (error locations)
+    webhook_field: str
+
+
+# ── the routes' checks before any work ───────────────────────────────────────────────────────────────────────────
+
+
+def _listwise(services: Services, body: ListwiseRequest, prefer: str | None) -> None:
+    if body.stream:
+        raise client_error("stream", NOT_STREAMED)
+    answer_deadline(services.settings, body.deadline_ms, prefer)
+    listwise_task.build_task(body, services.settings, services.judge)
+
+
+def _pairwise(services: Services, body: PairwiseRequest, prefer: str | None) -> None:
+    if body.stream:
+        raise client_error("stream", NOT_STREAMED)
+    answer_deadline(services.settings, body.deadline_ms, prefer)
+    pairwise_task.build_task(body, services.settings, services.judge)
+
+
+def _reward(services: Services, body: RewardRequest, prefer: str | None) -> None:
+    if body.stream:
+        raise client_error("stream", NOT_STREAMED)
+    s = services.settings
+    answer_deadline(s, body.deadline_ms, prefer)
+    check_samples(s, len(body.samples), "samples")
+    plan(s, services.judge, body, [Item(x.prompt, x.response, x.reference, x.group) for x in body.samples], "samples")
+
+
+def _rerank(services: Services, body: CohereRerankRequest, prefer: str | None) -> None:
+    options = body.pcfjudge
+    if options is not None and options.stream:
+        raise client_error("pcfjudge.stream", NOT_STREAMED)
+    if body.relevant_spans is not None and body.relevant_spans.mode == "enabled":
+        raise client_error("relevant_spans", "relevant spans are not supported; send mode 'disabled' or omit it")
+    texts = [document_text(doc, body.rank_fields, i) for i, doc in enumerate(body.documents)]
+    if body.max_tokens_per_doc is not None:
+        texts = [cut(text, body.max_tokens_per_doc * CHARS_PER_TOKEN) for text in texts]
+    model = judge_model(services.judge, body.model, options)
+    answer_deadline(services.settings, options.deadline_ms if options is not None else None, prefer)
+    rerank_task(services.settings, body.query, texts, options, model, "documents", body.top_n)
+
+
+Check = Callable[[Services, Any, str | None], None]
+ROUTES: dict[str, tuple[type[BaseModel], Check]] = {
+    "/judge/listwise": (ListwiseRequest, _listwise),
+    "/judge/pairwise": (PairwiseRequest, _pairwise),
+    "/v1/reward": (RewardRequest, _reward),
+    "/v1/rerank": (CohereRerankRequest, _rerank),
+    "/v2/rerank": (CohereRerankRequest, _rerank),
+}
+
+
+def check(services: Services, sub: Submission) -> None:
+    """The route's request model, then its checks before any work: its own 4xx if it would refuse the request."""
+    model, door = ROUTES[sub.endpoint]
+    try:
+        body = model.model_validate(sub.body, from_attributes=True)  # as FastAPI validates a JSON body
+    except ValidationError as exc:
+        errors = [{**e, "loc": (*sub.loc, *e["loc"])} for e in exc.errors()]
+        raise RequestValidationError(errors) from None
+    door(services, body, sub.headers.get("prefer"))
+
+
+# ── the two doors ────────────────────────────────────────────────────────────────────────────────────────────────
+
+
+def prefers_async(prefer: str | None) -> bool:
+    return prefer is not None and any(_token(p) == "respond-async" for p in prefer.split(","))
+
+
+def other_preferences(prefer: str | None) -> str | None:
+    """``Prefer`` without respond-async (what the route still reads: wait=…)."""
+    kept = [p.strip() for p in (prefer or "").split(",") if p.strip() and _token(p) != "respond-async"]
+    return ", ".join(kept) or None
+
+
+def _token(preference: str) -> str:
+    return preference.split(";", 1)[0].split("=", 1)[0].strip().lower()
+
+
+def from_prefer(endpoint: str, raw: bytes, headers: Mapping[str, str]) -> Submission:
+    """An ordinary route's request sent with ``Prefer: respond-async``: its body read as FastAPI reads it."""
+    body: Any = raw
+    kind = headers.get("content-type")
+    if not kind or _json_type(kind):
+        if not raw:
+            raise RequestValidationError(
+                [{"type": "missing", "loc": ("body",), "msg": "Field required", "input": None}]
+            )
+        try:
+            body = json.loads(raw)
+        except ValueError as exc:
+            position, message = getattr(exc, "pos", 0), getattr(exc, "msg", str(exc))
+            error = {"type": "json_invalid", "loc": ("body", position), "msg": "JSON decode error", "input": {}}
+            raise RequestValidationError([{**error, "ctx": {"error": message}}]) from None
+    preferences = other_preferences(headers.get("prefer"))
+    return Submission(
+        endpoint=endpoint,
+        body=body,
+        raw=raw,
+        headers={"prefer": preferences} if preferences else {},
+        webhook_url=headers.get(WEBHOOK_HEADER.lower()),
+        loc=("body",),
+        webhook_field=WEBHOOK_HEADER,
+    )
+
+
+def from_jobs_route(endpoint: str, request: dict[str, Any], webhook_url: str | None) -> Submission:
+    """``POST /v1/jobs``: the request stored as JSON (no preferences: its deadline goes in the body)."""
+    raw = json.dumps(request, ensure_ascii=False, separators=(",", ":")).encode()
+    return Submission(endpoint, request, raw, {}, webhook_url, ("body", "request"), "webhook_url")
+
+
+def _json_type(content_type: str) -> bool:
+    message = Message()
+    message["content-type"] = content_type
+    subtype = message.get_content_subtype()
+    return message.get_content_maintype() == "application" and (subtype == "json" or subtype.endswith("+json"))
+
+
+# ── admission ────────────────────────────────────────────────────────────────────────────────────────────────────
+
+
+def new_id() -> str:
+    return f"job_{secrets.token_hex(16)}"
+
+
+def unavailable() -> ApiError:
+    detail = "the job store (Redis) is not answering; retry shortly"
+    return ApiError(503, "jobs_unavailable", detail, headers={"Retry-After": "5"})
+
+
+async def submit(services: Services, sub: Submission, request: Request, kick: Callable[[], None]) -> Response:
+    """Check, store and acknowledge one job: 202 with ``{"id", "status": "queued", "location"}``."""
+    s = services.settings
+    check(services, sub)
+    server = request.scope.get("server")
+    webhooks.check_url(
+        sub.webhook_url,
+        s.webhook_secret,
+        request_host=request.headers.get("host"),
+        scheme=request.url.scheme,
+        server=tuple(server) if server else None,
+        field=sub.webhook_field,
+    )
+    record = JobRecord(
+        id=new_id(),
+        owner=context.key_name(),
+        endpoint=sub.endpoint,
+        request=sub.raw,
+        headers=sub.headers,
+        size=len(sub.raw),
+        webhook_url=sub.webhook_url,
+    )
+    try:
+        admission = await services.jobs.admit(record, s.max_jobs_per_key, s.max_job_bytes_per_key, s.job_ttl_s)
+    except StoreUnavailable:
+        raise unavailable() from None
+    if admission.refused == "count":
+        detail = (
+            f"this API key has {admission.active} queued or running jobs; at most {s.max_jobs_per_key} "
+            "(PCFJ_MAX_JOBS_PER_KEY); wait for one to end, or cancel one"
+        )
+        raise ApiError(429, "too_many_jobs", detail, headers={"Retry-After": "5"})
+    if admission.refused == "bytes":
+        detail = (
+            f"this job's request is {record.size} bytes and this API key's queued and running jobs hold "
+            f"{admission.active_bytes}; at most {s.max_job_bytes_per_key} bytes in all (PCFJ_MAX_JOB_BYTES_PER_KEY); "
+            "wait for a job to end, or send a smaller request"
+        )
+        raise ApiError(413, "jobs_too_large", detail)
+    kick()
+    where = location(record.id, str(request.scope.get("root_path", "")))
+    body = orjson.dumps({"id": record.id, "status": "queued", "location": where})
+    return Response(body, 202, headers={"Location": where}, media_type="application/json")

@@ -1,0 +1,266 @@
+"""Runs jobs: every process sweeps the store for jobs it may claim, runs up to ``PCFJ_JOB_WORKERS`` of them, and keeps
+each one's lease while it runs (docs/api/jobs.md).
+
+* **Claim**: queued jobs, and running ones whose lease lapsed (the replica running them was killed), oldest first;
+  atomically, so one replica gets each. A job submitted here is claimed at once (``kick``); the others within
+  ``PCFJ_JOB_SWEEP_S``. A job started ``MAX_ATTEMPTS`` times (each time its process died) fails instead.
+* **Run**: the stored request goes to its ordinary route in this process (``loopback``), as its owner; a 429 or 503
+  with Retry-After (a quota, an overloaded replica or backend) is waited out and sent again within the job's
+  timeout. A resumed job sends its request again: the runs its last runner finished come from the cache.
+* **Heartbeat**: every second (every third of ``PCFJ_JOB_LEASE_S`` if that is shorter), renew the lease and
+  record progress (the calls finished so far, counted through ``engine.runner.reporting``). The store answers "cancelled" (a DELETE, on any replica) or
+  "lost" (the lease lapsed and another replica took it): the request is stopped as a disconnecting client's is.
+* **End**: the route's status and body (or ``job_timeout`` past ``PCFJ_JOB_TIMEOUT_S`` from the first start), then
+  the webhook, if any, in the background. A process that stops gives its running jobs back (queued, the attempt not
+  counted) for another replica to resume.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import secrets
+import socket
+import time
+from dataclasses import dataclass, field
+
+import httpx
+import orjson
+from starlette.types import ASGIApp
+
+from pcfjudge.api.jobs import loopback, webhooks
+from pcfjudge.api.jobs.job_view import job_json, json_object
+from pcfjudge.cache.job_record import JobRecord, JobStore, StoreUnavailable
+from pcfjudge.engine.runner import CallOutcome, CallSpec, reporting
+from pcfjudge.settings import Settings
+
+log = logging.getLogger("pcfjudge.jobs")
+MAX_ATTEMPTS = 3
+RETRY_STATUSES = frozenset({429, 503})
+MAX_RETRY_WAIT_S = 60.0
+PROGRESS_S = 1.0  # a running job's progress is recorded (and its lease renewed) at least this often
+STOP_WAIT_S = 3.0  # at shutdown: how long a stopped request may take to unwind before its task is cancelled
+
+
+@dataclass(slots=True)
+class Running:
+    """One job this process runs: why it was stopped (None: it was not), and its progress."""
+
+    record: JobRecord
+    gone: asyncio.Event = field(default_factory=asyncio.Event)
+    reason: str | None = None  # cancelled, lost, timeout, shutdown
+    progress: dict[str, int] = field(default_factory=lambda: {"calls_done": 0, "cache_hits": 0, "call_errors": 0})
+
+    def stop(self, reason: str) -> None:
+        if self.reason is None:
+            self.reason = reason
+        self.gone.set()
+
+    def count(self, spec: CallSpec, outcome: CallOutcome) -> None:
+        self.progress["calls_done"] += 1
+        self.progress["cache_hits"] += int(outcome.cached)
+        self.progress["call_errors"] += int(outcome.error is not None)
+
+
+class JobRunner:
+    def __init__(self, app: ASGIApp, store: JobStore, settings: Settings) -> None:
+        self.app, self.store, self.settings = app, store, settings
+        self.id = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
+        self.running: dict[str, Running] = {}
+        self.tasks: set[asyncio.Task[None]] = set()  # the running jobs
+        self.deliveries: set[asyncio.Task[None]] = set()  # their webhooks
+        self.wake = asyncio.Event()
+        self._sweeper: asyncio.Task[None] | None = None
+        self._http: httpx.AsyncClient | None = None
+
+    async def start(self) -> None:
+        self._sweeper = asyncio.create_task(self._sweep(), name="pcfjudge-job-sweeper")
+
+    def kick(self) -> None:
+        """Look for work now (a job was submitted here, or one ended and freed a worker)."""
+        self.wake.set()
+
+    def cancel_local(self, job_id: str) -> None:
+        """Stop a job this process runs at once (a DELETE answered here; others see it at their next renewal)."""
+        running = self.running.get(job_id)
+        if running is not None:
+            running.stop("cancelled")
+
+    async def aclose(self) -> None:
+        """Stop sweeping; stop the running jobs and give them back; stop delivering webhooks."""
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            await asyncio.gather(self._sweeper, return_exceptions=True)
+        for running in list(self.running.values()):
+            running.stop("shutdown")
+        if self.tasks:
+            _, late = await asyncio.wait(self.tasks, timeout=STOP_WAIT_S)
+            for task in late:
+                task.cancel()
+            await asyncio.gather(*self.tasks, return_exceptions=True)
+        for delivery in self.deliveries:  # not held up by a receiver that does not answer: recorded as stopped
+            delivery.cancel()
+        await asyncio.gather(*self.deliveries, return_exceptions=True)
+        if self._http is not None:
+            await self._http.aclose()
+
+    # ── claiming ─────────────────────────────────────────────────────────────────────────────────────────────────
+
+    async def _sweep(self) -> None:
+        while True:
+            self.wake.clear()
+            try:
+                await self._claim_some()
+            except StoreUnavailable:
+                log.debug("job sweep skipped: the job store is unavailable")
+            except Exception:  # the sweeper never dies; the next sweep tries again
+                log.exception("job sweep failed")
+            await _wait(self.wake, self.settings.job_sweep_s)
+
+    async def _claim_some(self) -> None:
+        free = self.settings.job_workers - len(self.running)
+        if free <= 0:
+            return
+        s = self.settings
+        for job_id in await self.store.claimable(2 * free):
+            if job_id in self.running:
+                continue
+            exhausted = orjson.dumps(
+                {
+                    "error": "job_abandoned",
+                    "detail": f"the job was started {MAX_ATTEMPTS} times and each time its process stopped without "
+                    "finishing it (killed or crashed); it is not started again",
+                    "request_id": job_id,
+                }
+            )
+            record = await self.store.claim(job_id, self.id, s.job_lease_s, MAX_ATTEMPTS, exhausted)
+            if record is None:
+                continue
+            if record.attempts > 1:
+                log.info("resuming job %s (attempt %d)", job_id, record.attempts)
+            running = Running(record)
+            self.running[job_id] = running
+            task = asyncio.create_task(self._run(running), name=f"pcfjudge-job-{job_id}")
+            self.tasks.add(task)
+            task.add_done_callback(self.tasks.discard)
+            free -= 1
+            if free <= 0:
+                return
+
+    # ── running ──────────────────────────────────────────────────────────────────────────────────────────────────
+
+    async def _run(self, running: Running) -> None:
+        record = running.record
+        loop = asyncio.get_running_loop()
+        started_s = (record.started_ms or int(time.time() * 1000)) / 1000
+        left = started_s + self.settings.job_timeout_s - time.time()
+        timer = loop.call_later(max(0.0, left), running.stop, "timeout")
+        heartbeat = asyncio.create_task(self._heartbeat(running))
+        reply: loopback.Reply | None = None
+        try:
+            reply = await self._execute(running)
+        except Exception:
+            log.exception("job %s failed unexpectedly", record.id)
+        finally:
+            timer.cancel()
+            heartbeat.cancel()
+            await asyncio.gather(heartbeat, return_exceptions=True)
+            del self.running[record.id]
+            self.kick()
+        try:
+            await self._end(running, reply)
+        except StoreUnavailable:
+            log.warning("job %s: the job store is unavailable; its lease lapses and it is run again", record.id)
+
+    async def _execute(self, running: Running) -> loopback.Reply | None:
+        """The route's answer, or None when the job was stopped first."""
+        record = running.record
+        caller = loopback.JobCaller(record.owner, record.id)
+        headers = {**record.headers, "x-request-id": record.id}
+        while True:
+            with reporting(running.count):
+                reply = await loopback.call(self.app, caller, record.endpoint, headers, record.request, running.gone)
+            if running.reason is not None:
+                return None
+            wait = _retry_after(reply)
+            if wait is None:
+                return reply
+            if await _wait(running.gone, min(max(wait, 1.0), MAX_RETRY_WAIT_S)):
+                return None  # stopped while waiting
+
+    async def _heartbeat(self, running: Running) -> None:
+        s, record = self.settings, running.record
+        while True:
+            await asyncio.sleep(min(s.job_lease_s / 3, PROGRESS_S))
+            try:
+                state = await self.store.renew(record.id, self.id, s.job_lease_s, running.progress)
+            except StoreUnavailable:
+                continue  # the lease may lapse; then another replica runs the job and this one is told "lost"
+            if state != "ok":
+                running.stop(state)
+                return
+
+    async def _end(self, running: Running, reply: loopback.Reply | None) -> None:
+        record, s = running.record, self.settings
+        if running.reason == "shutdown":
+            await self.store.release(record.id, self.id)
+            return
+        if running.reason in ("cancelled", "lost"):
+            return
+        if running.reason == "timeout" or reply is None or reply.status == 0:
+            timeout = running.reason == "timeout"
+            detail = (
+                f"the job did not finish within {s.job_timeout_s:g}s of its first start (PCFJ_JOB_TIMEOUT_S)"
+                if timeout
+                else "the job's request ended without an answer; this is a bug, please report it"
+            )
+            error = {"error": "job_timeout" if timeout else "internal_error", "detail": detail, "request_id": record.id}
+            status, body = (504 if timeout else 500), orjson.dumps(error)
+        else:
+            status, body = reply.status, json_object(reply.body, reply.status)
+        outcome = "succeeded" if 200 <= status < 300 else "failed"
+        ended = await self.store.finish(record.id, self.id, outcome, status, body, running.progress, s.job_ttl_s)
+        if ended and record.webhook_url is not None and s.webhook_secret is not None:
+            task = asyncio.create_task(self._webhook(record.id, record.webhook_url))
+            self.deliveries.add(task)
+            task.add_done_callback(self.deliveries.discard)
+
+    async def _webhook(self, job_id: str, url: str) -> None:
+        secret = self.settings.webhook_secret
+        record = await self.store.get(job_id)
+        if record is None or secret is None:
+            return
+        if self._http is None:
+            self._http = httpx.AsyncClient(trust_env=False)
+        outcome = webhooks.outcome(url)
+        try:
+            await webhooks.deliver(self._http, url, job_json(record), secret, job_id, outcome)
+        except asyncio.CancelledError:
+            outcome["error"] = "this replica stopped before the webhook was delivered; it is not sent again"
+            raise
+        finally:
+            with contextlib.suppress(StoreUnavailable):
+                await self.store.set_webhook(job_id, outcome)
+
+
+async def _wait(event: asyncio.Event, seconds: float) -> bool:
+    """Whether ``event`` was set within ``seconds`` (``asyncio.timeout``: 3.11's ``wait_for`` can swallow a
+    cancellation that races with the event, and a sweeper that ignores its cancellation never stops)."""
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(seconds):
+            await event.wait()
+            return True
+    return False
+
+
+def _retry_after(reply: loopback.Reply) -> float | None:
+    """Seconds to wait before sending the request again (a 429/503 that says when), or None: this is the answer."""
+    if reply.status not in RETRY_STATUSES:
+        return None
+    value = reply.header("retry-after")
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None

@@ -1,0 +1,96 @@
+"""The span of one judgment, ``judge listwise`` / ``judge pairwise`` (``telemetry.tracing``): ``Judge.listwise`` and
+``Judge.pairwise`` are wrapped by ``traced``. With tracing off the wrapper only awaits the method.
+
+Attributes: ``gen_ai.request.model`` (the model string a front door resolved, ``provider:model``, or the jury's name,
+with ``pcfjudge.jurors``), ``pcfjudge.k`` and ``pcfjudge.candidates`` (``pcfjudge.cache_mode`` when not "use") at the start; at the end
+``pcfjudge.runs.ok`` / ``.failed`` (runs or passes), ``pcfjudge.backend_calls``, ``pcfjudge.cache_hits``,
+``pcfjudge.stopped`` when runs stopped early and ``pcfjudge.cost_usd`` when priced; ``error.type`` (the failure's kind)
+when it fails.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any, Literal, TypeVar
+
+from pcfjudge.backends.registry import Jury, ResolvedModel
+from pcfjudge.engine.listwise_runs import ListwiseResult, ListwiseTask
+from pcfjudge.engine.pairwise_passes import PairwiseResult, PairwiseTask
+from pcfjudge.telemetry import tracing
+
+J = TypeVar("J")
+T = TypeVar("T", ListwiseTask, PairwiseTask)
+R = TypeVar("R", ListwiseResult, PairwiseResult)
+
+
+def traced(
+    door: Literal["listwise", "pairwise"],
+) -> Callable[[Callable[[J, T], Awaitable[R]]], Callable[[J, T], Coroutine[Any, Any, R]]]:
+    """Wrap a ``Judge`` method judging one task in the judgment's span."""
+    name = f"judge {door}"
+
+    def wrap(method: Callable[[J, T], Awaitable[R]]) -> Callable[[J, T], Coroutine[Any, Any, R]]:
+        @functools.wraps(method)
+        async def judged(judge: J, task: T) -> R:
+            if not tracing.on():
+                return await method(judge, task)
+            started = task_attributes(task)
+            with tracing.judgment(name, started) as span:
+                try:
+                    result = await method(judge, task)
+                except Exception as exc:
+                    tracing.failed(span, str(getattr(exc, "kind", "") or type(exc).__name__))
+                    raise
+                tracing.annotate(span, result_attributes(result, "gen_ai.request.model" in started))
+                return result
+
+        return judged
+
+    return wrap
+
+
+def task_attributes(task: ListwiseTask | PairwiseTask) -> tracing.Attributes:
+    out: tracing.Attributes = {}
+    model = task.model
+    if isinstance(model, Jury):
+        out["gen_ai.request.model"] = model.name
+        out["pcfjudge.jurors"] = [m.string for m in model.jurors]
+    elif isinstance(model, ResolvedModel):
+        out["gen_ai.request.model"] = model.string
+    elif isinstance(model, str):
+        out["gen_ai.request.model"] = model
+    if isinstance(task, ListwiseTask):
+        out["pcfjudge.k"] = task.k
+        out["pcfjudge.candidates"] = len(task.ids)
+        if task.auto is not None:
+            out["pcfjudge.k_auto"] = True
+    else:
+        out["pcfjudge.candidates"] = 2
+        out["pcfjudge.keyed"] = task.keyed
+    if task.cache_mode != "use":
+        out["pcfjudge.cache_mode"] = task.cache_mode
+    return out
+
+
+def result_attributes(result: ListwiseResult | PairwiseResult, named: bool = False) -> tracing.Attributes:
+    """What a judgment did (``named``: its model was named at the start already). Each attribute costs a little
+    to record and more to export (docs/operations/tracing.md): what a field of the response already says in another
+    way (``degraded``: some run failed) is left out."""
+    runs = result.runs if isinstance(result, ListwiseResult) else result.passes
+    failed = sum(1 for r in runs if r.error)
+    out: tracing.Attributes = {
+        "pcfjudge.runs.ok": len(runs) - failed,
+        "pcfjudge.runs.failed": failed,
+        "pcfjudge.backend_calls": result.backend_calls,
+        "pcfjudge.cache_hits": result.cache_hits,
+    }
+    if not named:
+        out["gen_ai.request.model"] = result.model
+    if result.stopped is not None:
+        out["pcfjudge.stopped"] = str(result.stopped)
+    if result.cost_usd is not None:
+        out["pcfjudge.cost_usd"] = result.cost_usd
+    if result.jury is not None:
+        out["pcfjudge.jurors"] = [j.model for j in result.jury.jurors]
+    return out
