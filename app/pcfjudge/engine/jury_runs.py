@@ -280,6 +280,23 @@ async def judge_jurors(jury: Jury, judge_one: Callable[[ResolvedModel], Awaitabl
     return list(await asyncio.gather(*(one(m) for m in jury.jurors)))
 
 
+def _outcomes(
+    jury: Jury, outcomes: Sequence[R | JudgingFailed]
+) -> tuple[list[JurorReport], list[JudgingFailed], list[tuple[int, R]]]:
+    """Each juror's report (its calls, or why it did not deliver), the failures, and the results by juror index."""
+    reports, failures, results = [], [], []
+    for j, (juror, out) in enumerate(zip(jury.jurors, outcomes, strict=True)):
+        report = JurorReport(juror.string, jury.weights[j], not isinstance(out, JudgingFailed))
+        if isinstance(out, JudgingFailed):
+            report.error, report.status = out.detail, out.status
+            failures.append(out)
+        else:
+            report.backend_calls, report.cache_hits = out.backend_calls, out.cache_hits
+            results.append((j, out))
+        reports.append(report)
+    return reports, failures, results
+
+
 def pool_windows(
     task: ListwiseTask,
     jury: Jury,
@@ -289,17 +306,9 @@ def pool_windows(
 ) -> ListwiseResult:
     """Past one window: each juror's fitted ranking pooled like any juror consensus (standard errors combine as
     √Σ ω_j² se_j², the jurors' fits being independent; appearances add up)."""
-    reports, failures, results = [], [], []
-    for j, (juror, out) in enumerate(zip(jury.jurors, outcomes, strict=True)):
-        report = JurorReport(juror.string, jury.weights[j], not isinstance(out, JudgingFailed))
-        if isinstance(out, JudgingFailed):
-            report.error, report.status = out.detail, out.status
-            failures.append(out)
-        else:
-            report.backend_calls, report.cache_hits = out.backend_calls, out.cache_hits
-            report.runs, report.runs_ok = len(out.runs), sum(r.result is not None for r in out.runs)
-            results.append((j, out))
-        reports.append(report)
+    reports, failures, results = _outcomes(jury, outcomes)
+    for j, out in results:
+        reports[j].runs, reports[j].runs_ok = len(out.runs), sum(r.result is not None for r in out.runs)
     needed = _delivered_or_fail(jury, reports, failures, jury_quorum)
     first = results[0][1]
     weights = [jury.weights[j] for j, _ in results]
@@ -351,18 +360,11 @@ def pool_pairwise(
     jury: Jury, outcomes: list[PairwiseResult | JudgingFailed], jury_quorum: float | None, book: Book
 ) -> PairwiseResult:
     """Each juror's APOCJudge decision, then the jury's weighted vote (``judging.jury.pool_verdicts``)."""
-    reports, failures, results = [], [], []
-    for j, (juror, out) in enumerate(zip(jury.jurors, outcomes, strict=True)):
-        report = JurorReport(juror.string, jury.weights[j], not isinstance(out, JudgingFailed))
-        if isinstance(out, JudgingFailed):
-            report.error, report.status = out.detail, out.status
-            failures.append(out)
-        else:
-            report.winners, report.decision = [out.decision.winner], out.decision.basis
-            report.backend_calls, report.cache_hits = out.backend_calls, out.cache_hits
-            report.runs, report.runs_ok = len(out.passes), sum(p.verdict is not None for p in out.passes)
-            results.append((j, out))
-        reports.append(report)
+    reports, failures, results = _outcomes(jury, outcomes)
+    for j, out in results:
+        report = reports[j]
+        report.winners, report.decision = [out.decision.winner], out.decision.basis
+        report.runs, report.runs_ok = len(out.passes), sum(p.verdict is not None for p in out.passes)
     needed = _delivered_or_fail(jury, reports, failures, jury_quorum)
     weights = [jury.weights[j] for j, _ in results]
     winner = pool.pool_verdicts([r.decision.winner for _, r in results], weights)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,7 +22,7 @@ from typing import Any
 from pcfjudge.judging import jury
 from pcfjudge.judging.reliability import Book, correlation_matrix, effective_jurors, jury_weights
 from pcfjudge.settings import Settings
-from pcfjudge.tooling.eval.report_fmt import is_simulation
+from pcfjudge.tooling.eval.report_fmt import is_simulation, write_json
 
 
 @dataclass(frozen=True)
@@ -179,3 +179,11 @@ def simulation_lines(jurors: Sequence[str]) -> list[str]:
         "models. These numbers show the harness and the pooling's mechanics; they are not the paper's results.",
         "",
     ]
+
+
+def write_jury_report(out: Path, summary: Mapping[str, Any], markdown: str) -> list[Path]:
+    """A jury evaluation's report.md and summary.json in ``out`` (the jurors' own reports are beside them)."""
+    out.mkdir(parents=True, exist_ok=True)
+    write_json(out / "summary.json", summary)
+    (out / "report.md").write_text(markdown, encoding="utf-8")
+    return [out / "report.md", out / "summary.json"]

@@ -16,10 +16,18 @@ from pcfjudge.tooling.eval.collection import collect
 from pcfjudge.tooling.eval.data import HubData, resolve
 from pcfjudge.tooling.eval.harness import check_manifest, fail, run_logged
 from pcfjudge.tooling.eval.judgebench.collect import JbCollector
-from pcfjudge.tooling.eval.judgebench.jury_report import build_jury_summary, render_jury_markdown, write_jury_report
+from pcfjudge.tooling.eval.judgebench.jury_report import build_jury_summary, render_jury_markdown
 from pcfjudge.tooling.eval.judgebench.loader import JudgeBenchPair, load_judgebench, load_judgebench_hub
 from pcfjudge.tooling.eval.judgebench.report import JbMeta, build_summary, render_markdown, write_report
-from pcfjudge.tooling.eval.jury_eval import JurySpec, juror_args, juror_dir, jury_of, quorum, weighings
+from pcfjudge.tooling.eval.jury_eval import (
+    JurySpec,
+    juror_args,
+    juror_dir,
+    jury_of,
+    quorum,
+    weighings,
+    write_jury_report,
+)
 from pcfjudge.tooling.eval.options import check_common, command_line
 from pcfjudge.tooling.eval.progress import missing_eval_extra
 from pcfjudge.tooling.eval.runlog import LOG_NAME, RunLog

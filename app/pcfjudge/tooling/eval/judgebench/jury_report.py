@@ -23,7 +23,7 @@ from pcfjudge.tooling.eval.jury_eval import (
     juror_dir,
     simulation_lines,
 )
-from pcfjudge.tooling.eval.report_fmt import delta, p_value, pct, table, write_json
+from pcfjudge.tooling.eval.report_fmt import delta, p_value, pct, table
 
 
 def _vote(verdicts: Sequence[apoc.Verdict | None], weights: Sequence[float]) -> apoc.Verdict | None:
@@ -169,10 +169,3 @@ def render_jury_markdown(summary: Mapping[str, Any], spec: JurySpec, found: Weig
         "",
     ]
     return "\n".join(lines)
-
-
-def write_jury_report(out: Path, summary: Mapping[str, Any], markdown: str) -> list[Path]:
-    out.mkdir(parents=True, exist_ok=True)
-    write_json(out / "summary.json", summary)
-    (out / "report.md").write_text(markdown, encoding="utf-8")
-    return [out / "report.md", out / "summary.json"]

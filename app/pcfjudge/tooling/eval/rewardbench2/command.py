@@ -15,11 +15,19 @@ from pcfjudge.settings import Settings
 from pcfjudge.tooling.eval.collection import collect
 from pcfjudge.tooling.eval.data import HubData, resolve
 from pcfjudge.tooling.eval.harness import check_manifest, fail, run_logged
-from pcfjudge.tooling.eval.jury_eval import JurySpec, juror_args, juror_dir, jury_of, quorum, weighings
+from pcfjudge.tooling.eval.jury_eval import (
+    JurySpec,
+    juror_args,
+    juror_dir,
+    jury_of,
+    quorum,
+    weighings,
+    write_jury_report,
+)
 from pcfjudge.tooling.eval.options import check_common, command_line, parse_k_option
 from pcfjudge.tooling.eval.progress import missing_eval_extra
 from pcfjudge.tooling.eval.rewardbench2.collect import Rb2Collector, Rb2Plan
-from pcfjudge.tooling.eval.rewardbench2.jury_report import build_jury_summary, render_jury_markdown, write_jury_report
+from pcfjudge.tooling.eval.rewardbench2.jury_report import build_jury_summary, render_jury_markdown
 from pcfjudge.tooling.eval.rewardbench2.loader import FactualityItem, load_rewardbench2, load_rewardbench2_hub
 from pcfjudge.tooling.eval.rewardbench2.report import Rb2Meta, build_summary, render_markdown, write_report
 from pcfjudge.tooling.eval.rewardbench2.synthetic import PREFIX, load_synthetic
