@@ -10,6 +10,8 @@
 Every command reads ``DIR/batch/`` first and can be interrupted and run again: nothing is submitted twice, nothing
 collected is lost or recorded twice. Once every call is collected, ``DIR/judgments.jsonl`` holds each request's
 response as the service would give it (computed by the ordinary judging path from the collected answers).
+A jury as ``--model`` (a PCFJ_JURIES name or comma-separated models) batches each juror in its own directory
+(``DIR/batch/<juror>``, each with its provider's batch API) and judges ``judgments.jsonl`` by the jury.
 Exit status: 0 done, 1 some calls failed (``submit`` again resubmits just those), 2 usage error, 3 batches still
 running, 130 interrupted.
 """
@@ -19,6 +21,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import re
 import sys
 from collections.abc import Awaitable, Callable
 from functools import partial
@@ -30,6 +33,8 @@ if TYPE_CHECKING:
 
 DIR = "batch"
 JUDGMENTS = "judgments.jsonl"
+JURY = "jury.json"
+"""A jury's batch directory records its jury here; each juror batches in ``DIR/<juror>/`` (``juror_out``)."""
 
 
 def add_batch_command(sub: Any) -> None:
@@ -88,12 +93,17 @@ async def _main(step: str, args: argparse.Namespace) -> int:
     from pcfjudge.settings import Settings
 
     directory = args.out / DIR
-    saved = BatchState.load(directory / STATE)
-    source = args.input or (Path(saved.input) if saved and saved.input else None)
-    if source is None:
-        raise BatchError(f"no requests: pass --input (nothing was submitted from {args.out} yet)")
     services = Services.build(Settings())
     try:
+        jury = _jury(services, args)
+        # A jury's directory keeps its input in its jurors' states: the first juror's says which file it was.
+        first = juror_out(args.out, jury.jurors[0].string) / DIR if jury is not None else directory
+        saved = BatchState.load(first / STATE)
+        source = args.input or (Path(saved.input) if saved and saved.input else None)
+        if source is None:
+            raise BatchError(f"no requests: pass --input (nothing was submitted from {args.out} yet)")
+        if jury is not None:
+            return await _jury_main(step, args, services, jury, source)
         job = BatchJob(services, directory, args.model, via=args.via, input_path=str(source.resolve()))
         try:
             items = read_requests(source, services, job.model.string)
@@ -110,6 +120,89 @@ async def _main(step: str, args: argparse.Namespace) -> int:
             job.close()
     finally:
         await services.aclose()
+
+
+def _jury(services: Any, args: argparse.Namespace) -> Any:
+    """The jury this directory batches (``--model`` naming one, or the one its first step recorded), else None."""
+    from pcfjudge.backends.registry import Jury, ModelError
+    from pcfjudge.batch.job import BatchError
+
+    recorded = args.out / DIR / JURY
+    spec = args.model or (json.loads(recorded.read_text(encoding="utf-8"))["model"] if recorded.is_file() else None)
+    try:
+        target = services.judge.resolve(spec)
+    except ModelError as exc:
+        raise BatchError(str(exc)) from None
+    return target if isinstance(target, Jury) else None
+
+
+async def _jury_main(step: str, args: argparse.Namespace, services: Any, jury: Any, source: Path) -> int:
+    """A jury's batch: each juror's own batch directory (``DIR/<juror>``), every step run for each, then every
+    request judged by the jury from the jurors' collected answers (``judgments.jsonl``): a jury's runs are exactly
+    its jurors' own calls."""
+    from pcfjudge.batch.inputs import InputError, read_requests
+    from pcfjudge.batch.job import BatchError
+
+    top = args.out / DIR
+    top.mkdir(parents=True, exist_ok=True)
+    recorded = top / JURY
+    spec = {"model": jury.name, "jurors": [m.string for m in jury.jurors]}
+    if recorded.is_file() and json.loads(recorded.read_text(encoding="utf-8")) != spec:
+        raise BatchError(f"{args.out} batches another jury ({recorded.read_text(encoding='utf-8')}); use another --out")
+    recorded.write_text(json.dumps(spec), encoding="utf-8")
+    codes = []
+    for juror in jury.jurors:
+        print(f"juror {juror.string}:", file=sys.stderr)
+        juror_args = argparse.Namespace(
+            **{**vars(args), "out": juror_out(args.out, juror.string), "model": juror.string}
+        )
+        codes.append(await _main(step, juror_args))
+    if 3 in codes:
+        return 3  # a juror's batches are still running: no jury judgment yet
+    try:
+        items = read_requests(source, services, jury.name, jury=jury.name)
+    except (InputError, OSError) as exc:
+        raise BatchError(str(exc)) from None
+    failed = await _jury_judgments(args.out, services, jury, items)
+    print(f"jury judgments: {args.out / JUDGMENTS} ({failed} request(s) not fully collected)")
+    return 1 if failed or 1 in codes else 0
+
+
+def juror_out(out: Path, model: str) -> Path:
+    """A juror's own batch directory under a jury's."""
+    return out / DIR / re.sub(r"[^A-Za-z0-9._-]+", "-", model).strip("-.")
+
+
+async def _jury_judgments(out: Path, services: Any, jury: Any, items: list[Any]) -> int:
+    """Every request judged by the jury, each juror answering from its own collected results (then the cache)."""
+    from pcfjudge.batch.inputs import responses
+    from pcfjudge.batch.probe import Probe
+    from pcfjudge.batch.store import RESULTS, Results
+
+    probes = {
+        juror.string: Probe(
+            Results.open(juror_out(out, juror.string) / DIR / RESULTS),
+            services.cache,
+            error="not_collected",
+            detail="no batch result for this call",
+        )
+        for juror in jury.jurors
+    }
+    judge = services.judge.unguarded().using(runner=ByJuror(probes))
+    lines = await responses(judge, items, services)
+    text = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines)
+    await asyncio.to_thread((out / JUDGMENTS).write_text, text, encoding="utf-8")
+    return sum(1 for line in lines if "error" in line)
+
+
+class ByJuror:
+    """A runner that sends each juror's calls to that juror's ``Probe``."""
+
+    def __init__(self, probes: dict[str, Any]) -> None:
+        self.probes = probes
+
+    async def run(self, specs: Any, model: Any, *, deadline: float, cache_mode: Any = "use") -> Any:
+        return await self.probes[model.string].run(specs, model, deadline=deadline, cache_mode=cache_mode)
 
 
 async def _step(

@@ -3,8 +3,8 @@
 exactly what the service would; after collection, the same requests judged from the cache give the responses the
 service would return (``judgments.jsonl``).
 
-A batch judges one model: a jury (a request's ``model`` naming PCFJ_JURIES or several models, or ``--model``) is
-refused, naming the alternatives (``jury_refusal``).
+A batch judges one model, or one jury given as ``--model`` (``batch_command`` batches each juror in its own
+directory); a line naming another jury is refused, naming the alternatives (``jury_refusal``).
 """
 
 from __future__ import annotations
@@ -41,19 +41,16 @@ class Item:
 
 
 def jury_refusal(jury: Jury) -> str:
-    """Why a batch takes no jury, and what to do instead."""
+    """Why this batch does not take that jury, and what to do instead."""
     jurors = [m.string for m in jury.jurors]
     return (
-        f"{jury.name} is a jury ({', '.join(jurors)}) and a batch judges one model. Batch each juror on its own "
-        f"(pcfjudge batch run --input FILE --out DIR/<juror> --model <juror>, once per juror, the jury's lines "
-        "naming that juror): a jury's runs are exactly the cache entries its jurors make alone, so with the "
-        "service's shared cache (PCFJ_REDIS_URL) the jury's requests are then answered from it. Or judge the jury "
-        "live: the service, pcfjudge judge, or pcfjudge eval ... --batch, which batches each juror in its own "
-        "directory"
+        f"{jury.name} is a jury ({', '.join(jurors)}) and a batch directory judges one model or the one jury given "
+        f"as --model: batch this jury's lines in a directory of their own with --model {jury.name} (each juror is "
+        "batched in its own subdirectory), or judge the jury live"
     )
 
 
-def read_requests(path: Path, services: Services, model: str | None) -> list[Item]:
+def read_requests(path: Path, services: Services, model: str | None, jury: str | None = None) -> list[Item]:
     """Every request of ``path`` (``model`` fills in a line's missing ``model``); InputError at the first bad line."""
     from pcfjudge.doors.listwise_task import build_task as listwise_task
     from pcfjudge.doors.pairwise_task import build_task as pairwise_task
@@ -84,7 +81,7 @@ def read_requests(path: Path, services: Services, model: str | None) -> list[Ite
             raise InputError(f"{where}: {field}: {first['msg']}") from None
         except ApiError as exc:
             raise InputError(f"{where}: {exc.detail}") from None
-        if isinstance(item.task.model, Jury):
+        if isinstance(item.task.model, Jury) and item.task.model.name != jury:
             raise InputError(f"{where}: model: {jury_refusal(item.task.model)}")
         items.append(item)
     return items
