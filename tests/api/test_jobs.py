@@ -244,6 +244,18 @@ async def test_a_job_past_its_timeout_fails_and_stops() -> None:
     assert job["response"]["error"] == "job_timeout" and "PCFJ_JOB_TIMEOUT_S" in job["response"]["detail"]
 
 
+async def test_a_jobs_judgment_may_outlast_the_request_timeout() -> None:
+    """Jobs exist for judgments longer than a request should live: one whose calls take over a second finishes as a job
+    under a 1 s PCFJ_REQUEST_TIMEOUT_S (the job's PCFJ_JOB_TIMEOUT_S bounds it), where the route itself gives up."""
+    settings = Settings(sim_latency_ms=2400, request_timeout_s=1.0, job_timeout_s=60)  # calls take 1.2 to 3.6 s
+    async with app_with_services(settings) as (client, _):
+        direct = await client.post("/judge/listwise", json={**LISTWISE, "question": "Moons of Mars? (direct)"})
+        accepted = await client.post("/v1/jobs", json={"endpoint": "/judge/listwise", "request": LISTWISE})
+        job = await finished(client, accepted.headers["location"])
+    assert direct.status_code == 504
+    assert job["status"] == "succeeded" and job["http_status"] == 200 and job["response"]["diagnostics"]["runs_ok"] == 3
+
+
 # ── webhooks ─────────────────────────────────────────────────────────────────────────────────────────────────────
 
 

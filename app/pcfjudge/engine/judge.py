@@ -19,7 +19,7 @@ from typing import Literal, Protocol, TypeVar
 from pcfjudge import context
 from pcfjudge.backends.params import decoding_params
 from pcfjudge.backends.registry import Jury, ModelError, Registry, ResolvedModel
-from pcfjudge.engine import spend
+from pcfjudge.engine import progress, spend
 from pcfjudge.engine.judgment_spans import traced
 from pcfjudge.engine.jury_runs import judge_jurors, judge_jury_listwise, pool_pairwise, pool_windows
 from pcfjudge.engine.listwise_runs import ListwiseResult, ListwiseTask, RunPlan, judge_listwise, plan_runs
@@ -80,6 +80,10 @@ class Judge:
     def using(self, *, runner: CallRunner | None = None, timeout_s: float | None = None) -> Judge:
         """The same judge with another runner (e.g. one that wraps ``self.runner``) or deadline."""
         return replace(self, runner=runner or self.runner, timeout_s=timeout_s or self.timeout_s)
+
+    def _deadline(self) -> float:
+        """When all of a judgment's calls must be done: ``timeout_s`` from now, or a job's time left."""
+        return asyncio.get_running_loop().time() + (progress.work_timeout() or self.timeout_s)
 
     def unguarded(self) -> Judge:
         """The same judge without allowlist, caps or quotas (for the operator's own tools, e.g. eval)."""
@@ -162,7 +166,7 @@ class Judge:
         calls = len(plan.runs)
         if task.budget is not None:
             calls = task.budget.cap(calls)
-        deadline = asyncio.get_running_loop().time() + self.timeout_s
+        deadline = self._deadline()
         quorum, price = self.settings.quorum, self.settings.prices.get(model.string)
         return await self._spend(
             model.string,
@@ -192,7 +196,7 @@ class Judge:
         if calls < least:  # front doors refuse this first; an in-process caller or a grown reward group may not
             detail = f"k: {n} candidates in windows of {window} need two rounds, {least} calls; this may make {calls}"
             raise Refusal(422, "validation_error", f"{detail} (k counts rounds past one window: at least 2)", field="k")
-        deadline = asyncio.get_running_loop().time() + self.timeout_s
+        deadline = self._deadline()
         quorum = self.settings.quorum
         return await self._spend(
             model.string,
@@ -217,7 +221,7 @@ class Judge:
         """PCFJudge by every juror (engine/jury_runs.py): the guard checks each juror's model and every juror's
         calls together, before the first call."""
         params = [self.params(m) for m in jury.jurors]
-        deadline = asyncio.get_running_loop().time() + self.timeout_s
+        deadline = self._deadline()
         s = self.settings
         prices = [s.prices.get(m.string) for m in jury.jurors]
         texts = [task.question, *task.texts]
@@ -269,7 +273,7 @@ class Judge:
         )
 
     async def _jury_pairwise(self, task: PairwiseTask, jury: Jury) -> PairwiseResult:
-        deadline = asyncio.get_running_loop().time() + self.timeout_s
+        deadline = self._deadline()
         calls = sum(len(plan_passes(task, m.string, self.params(m))) for m in jury.jurors)
         texts = [task.question, task.response_a, task.response_b]
         prices = [self.settings.prices.get(m.string) for m in jury.jurors]
@@ -316,7 +320,7 @@ class Judge:
         model = target
         params = self.params(model)
         calls = len(plan_passes(task, model.string, params))
-        deadline = asyncio.get_running_loop().time() + self.timeout_s
+        deadline = self._deadline()
         return await self._spend(
             model.string,
             self.settings.prices.get(model.string),

@@ -6,6 +6,7 @@ without changing any signature, and an in-process caller that sets neither gets 
 * ``AnswerBy``: answer at ``at`` (a ``loop.time()`` instant) with the runs finished by then. Runs still in flight
   either go on into the cache until the request's own timeout (``linger``, PCFJ_DEADLINE_INFLIGHT=finish) or are
   cancelled (``cancel``); either way they keep their backend slot until they end, so admission counts them.
+* ``working_for``: a job's judgment may take the job's time (PCFJ_JOB_TIMEOUT_S), not one request's.
 * ``listener``: called with a ``RunEvent`` each time a run (a pass) finishes — from the cache or the backend — with
   the consensus of the runs finished so far (the stream of ``stream: true``).
 """
@@ -37,6 +38,7 @@ class RunEvent:
 
 
 _ANSWER_BY: ContextVar[AnswerBy | None] = ContextVar("pcfjudge_answer_by", default=None)
+_WORK_S: ContextVar[float | None] = ContextVar("pcfjudge_work_s", default=None)
 _LISTENER: ContextVar[Callable[[RunEvent], None] | None] = ContextVar("pcfjudge_listener", default=None)
 
 
@@ -63,3 +65,18 @@ def emit(kind: str, data: dict[str, Any]) -> None:
     hook = _LISTENER.get()
     if hook is not None:
         hook(RunEvent(kind, data))
+
+
+def work_timeout() -> float | None:
+    """Seconds a judgment's calls may take in all, when a job says (else None: PCFJ_REQUEST_TIMEOUT_S)."""
+    return _WORK_S.get()
+
+
+@contextmanager
+def working_for(seconds: float) -> Iterator[None]:
+    """Judgments in the block may take ``seconds`` (a job's time left, PCFJ_JOB_TIMEOUT_S), not the request timeout."""
+    token = _WORK_S.set(seconds)
+    try:
+        yield
+    finally:
+        _WORK_S.reset(token)

@@ -33,6 +33,7 @@ from starlette.types import ASGIApp
 from pcfjudge.api.jobs import loopback, webhooks
 from pcfjudge.api.jobs.job_view import job_json, json_object
 from pcfjudge.cache.job_record import JobRecord, JobStore, StoreUnavailable
+from pcfjudge.engine import progress
 from pcfjudge.engine.runner import CallOutcome, CallSpec, reporting
 from pcfjudge.settings import Settings
 
@@ -179,8 +180,10 @@ class JobRunner:
         record = running.record
         caller = loopback.JobCaller(record.owner, record.id)
         headers = {**record.headers, "x-request-id": record.id}
+        started_s = (record.started_ms or int(time.time() * 1000)) / 1000
         while True:
-            with reporting(running.count):
+            left = max(1.0, started_s + self.settings.job_timeout_s - time.time())
+            with reporting(running.count), progress.working_for(left):  # the job's time, not one request's
                 reply = await loopback.call(self.app, caller, record.endpoint, headers, record.request, running.gone)
             if running.reason is not None:
                 return None
