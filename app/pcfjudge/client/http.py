@@ -20,6 +20,7 @@ import asyncio
 import os
 import random
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
@@ -143,13 +144,11 @@ def _outcome(response: httpx.Response, retry: RetryPolicy, attempt: int) -> tupl
     raise error
 
 
-async def apost_json(
-    client: httpx.AsyncClient, path: str, payload: dict[str, Any], *, retry: RetryPolicy = DEFAULT_RETRY
-) -> Any:
-    """POST ``payload`` to ``path`` (relative to the client's base URL) and return the decoded JSON answer."""
+async def _aretried(send: Callable[[], Awaitable[httpx.Response]], retry: RetryPolicy) -> Any:
+    """``send()`` until it answers 2xx (its decoded JSON) or a final error; retried as the module docstring says."""
     for attempt in range(max(retry.attempts, 1)):
         try:
-            response = await client.post(path, json=payload)
+            response = await send()
         except RETRY_ERRORS:
             if attempt + 1 >= retry.attempts:
                 raise
@@ -162,11 +161,11 @@ async def apost_json(
     raise AssertionError("unreachable: the last attempt returns or raises")
 
 
-def post_json(client: httpx.Client, path: str, payload: dict[str, Any], *, retry: RetryPolicy = DEFAULT_RETRY) -> Any:
-    """The blocking twin of ``apost_json``."""
+def _retried(send: Callable[[], httpx.Response], retry: RetryPolicy) -> Any:
+    """The blocking twin of ``_aretried``."""
     for attempt in range(max(retry.attempts, 1)):
         try:
-            response = client.post(path, json=payload)
+            response = send()
         except RETRY_ERRORS:
             if attempt + 1 >= retry.attempts:
                 raise
@@ -177,39 +176,27 @@ def post_json(client: httpx.Client, path: str, payload: dict[str, Any], *, retry
             return result
         time.sleep(wait)
     raise AssertionError("unreachable: the last attempt returns or raises")
+
+
+async def apost_json(
+    client: httpx.AsyncClient, path: str, payload: dict[str, Any], *, retry: RetryPolicy = DEFAULT_RETRY
+) -> Any:
+    """POST ``payload`` to ``path`` (relative to the client's base URL) and return the decoded JSON answer."""
+    return await _aretried(lambda: client.post(path, json=payload), retry)
+
+
+def post_json(client: httpx.Client, path: str, payload: dict[str, Any], *, retry: RetryPolicy = DEFAULT_RETRY) -> Any:
+    """The blocking twin of ``apost_json``."""
+    return _retried(lambda: client.post(path, json=payload), retry)
 
 
 async def arequest_json(
     client: httpx.AsyncClient, method: str, path: str, *, retry: RetryPolicy = DEFAULT_RETRY
 ) -> Any:
     """GET or DELETE ``path`` (idempotent, so retried as ``apost_json`` is) and return the decoded JSON answer."""
-    for attempt in range(max(retry.attempts, 1)):
-        try:
-            response = await client.request(method, path)
-        except RETRY_ERRORS:
-            if attempt + 1 >= retry.attempts:
-                raise
-            await asyncio.sleep(retry.wait(attempt, None))
-            continue
-        result, wait = _outcome(response, retry, attempt)
-        if wait is None:
-            return result
-        await asyncio.sleep(wait)
-    raise AssertionError("unreachable: the last attempt returns or raises")
+    return await _aretried(lambda: client.request(method, path), retry)
 
 
 def request_json(client: httpx.Client, method: str, path: str, *, retry: RetryPolicy = DEFAULT_RETRY) -> Any:
     """The blocking twin of ``arequest_json``."""
-    for attempt in range(max(retry.attempts, 1)):
-        try:
-            response = client.request(method, path)
-        except RETRY_ERRORS:
-            if attempt + 1 >= retry.attempts:
-                raise
-            time.sleep(retry.wait(attempt, None))
-            continue
-        result, wait = _outcome(response, retry, attempt)
-        if wait is None:
-            return result
-        time.sleep(wait)
-    raise AssertionError("unreachable: the last attempt returns or raises")
+    return _retried(lambda: client.request(method, path), retry)
