@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections.abc import AsyncGenerator
 from typing import Any
 
 import httpx
@@ -205,7 +206,7 @@ async def test_openrlhf_adapter_answers_before_its_trainers_timeout(monkeypatch:
 
 async def test_a_stream_whose_client_is_gone_cancels_its_judgment() -> None:
     """The event generator closed after the first event (the client disconnected): the judgment is cancelled."""
-    from pcfjudge.api.streaming import _events
+    from pcfjudge.api.streaming import stream
     from pcfjudge.engine import progress
 
     cancelled = asyncio.Event()
@@ -219,7 +220,9 @@ async def test_a_stream_whose_client_is_gone_cancels_its_judgment() -> None:
             raise
         return {}
 
-    events = _events(judgment, None, "req-1")
+    response = await stream(judgment, None, "req-1")  # answered once the first event is ready
+    events = response.body_iterator
+    assert isinstance(events, AsyncGenerator)
     first = await anext(events)
     await events.aclose()  # what sse-starlette does when the client goes away
     assert first.event == "run" and cancelled.is_set()

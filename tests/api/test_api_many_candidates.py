@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any
@@ -170,3 +171,15 @@ async def test_cancelling_the_request_cancels_every_window_in_flight() -> None:
         with pytest.raises(asyncio.CancelledError):
             await judging
     assert counting.cancelled == counting.calls == 6  # the two first rounds of 3 windows, all in flight
+
+
+async def test_a_stream_of_forty_candidates_sends_an_event_per_window_then_the_result() -> None:
+    body = {"question": "Which is best?", "candidates": [f"answer {i}" for i in range(40)], "stream": True}
+    async with app_with_services() as (client, _), client.stream("POST", "/judge/listwise", json=body) as reply:
+        text = "".join([chunk async for chunk in reply.aiter_text()])
+    events = [line.partition(":")[2].strip() for line in text.splitlines() if line.startswith("event:")]
+    assert reply.status_code == 200 and events[-1] == "result"
+    runs = events[:-1]
+    result = json.loads(text.rsplit("data:", 1)[1].strip())
+    windows = result["diagnostics"]["windows"]
+    assert runs == ["run"] * windows["windows_judged"] and len(runs) >= 2 * -(-40 // 16)  # every window, two rounds

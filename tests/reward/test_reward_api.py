@@ -176,19 +176,17 @@ async def test_a_failing_judge_gives_no_reward_at_all() -> None:
     assert response.json()["error"] == "backend_error" and "rewards" not in response.json()
 
 
-async def test_a_failed_group_is_null_with_its_error_while_the_others_are_rewarded() -> None:
-    # A per-request call cap refuses the 4-candidate group (K=5 calls) but not the single sample (1 call).
+async def test_a_group_over_the_per_request_cap_refuses_the_request_before_any_call() -> None:
+    # A per-request call cap refuses the 4-candidate group (K=5 calls): its plan is checked at intake, as every
+    # door's is, so the request is refused (loudly, naming the cap) instead of answered with silent nulls.
     async with app_client(Settings(default_k=5, max_calls_per_request=2)) as client:
         response = await client.post(
             "/v1/reward", json={"samples": [*samples(RESPONSES), {"prompt": "2+2?", "response": "4"}]}
         )
-    assert response.status_code == 200, response.text
+    assert response.status_code == 422, response.text
     body = response.json()
-    assert body["rewards"][:4] == [None] * 4 and isinstance(body["rewards"][4], float)
-    for sample in body["samples"][:4]:
-        assert sample["reward"] is None and sample["score"] is None and sample["error"]["error"]
-        assert "PCFJ_MAX_CALLS_PER_REQUEST" in sample["error"]["detail"]  # names the cap
-    assert body["samples"][4]["error"] is None
+    assert body["error"] == "over_limit" and body["errors"][0]["field"] == "samples"
+    assert "PCFJ_MAX_CALLS_PER_REQUEST" in body["detail"]  # names the cap
 
 
 async def test_openapi_documents_the_reward_routes(client: httpx.AsyncClient) -> None:

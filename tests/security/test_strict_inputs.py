@@ -95,8 +95,9 @@ async def test_an_unexpected_exception_is_one_json_500_with_the_request_id(caplo
             model = real.model
             resolve = real.resolve
             settings = real.settings
+            checked = real.checked
 
-            async def listwise(self, task: object) -> object:
+            async def run(self, plan: object) -> object:
                 raise RuntimeError("boom in the judge")
 
         services.judge = Broken()  # type: ignore[assignment]

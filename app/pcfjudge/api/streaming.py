@@ -1,9 +1,12 @@
 """``"stream": true``: a judgment as server-sent events (docs/streaming.md).
 
 One ``run`` event (``pass`` for pairwise) per finished run, from the cache or the backend, carrying the consensus so
-far; then one ``result`` event whose data is exactly the ordinary response body; or one ``error`` event whose data
-is the ordinary error body plus its ``status``. A client that disconnects cancels the judgment (its backend calls are
-cancelled as for any request that goes away); the caller's deadline applies as without streaming.
+far (a window's run event carries none: the fit comes with the result); then one ``result`` event whose data is
+exactly the ordinary response body; or one ``error`` event whose data is the ordinary error body plus its
+``status``. Until the first event is ready nothing is sent: a judgment refused or failed before then (a quota,
+admission control, a failed backend) is the ordinary error response with its real status and Retry-After. A client
+that disconnects cancels the judgment (its backend calls are cancelled as for any request that goes away); the
+caller's deadline applies as without streaming.
 """
 
 from __future__ import annotations
@@ -23,16 +26,11 @@ from pcfjudge.engine.progress import AnswerBy, RunEvent
 _DONE = object()
 
 
-def stream(
+async def stream(
     judgment: Callable[[], Awaitable[dict[str, Any]]], deadline: AnswerBy | None, request_id: str
 ) -> EventSourceResponse:
-    """``judgment()`` (the ordinary response data) as an event stream; it runs in a task of this request's context."""
-    return EventSourceResponse(_events(judgment, deadline, request_id), ping=15, send_timeout=30)
-
-
-async def _events(
-    judgment: Callable[[], Awaitable[dict[str, Any]]], deadline: AnswerBy | None, request_id: str
-) -> AsyncIterator[ServerSentEvent]:
+    """``judgment()`` (the ordinary response data) as an event stream, once its first event is ready; it runs in a
+    task of this request's context. Raises what the judgment raised if it ends before any event."""
     queue: asyncio.Queue[RunEvent | object] = asyncio.Queue()
 
     async def judge() -> dict[str, Any]:
@@ -44,9 +42,24 @@ async def _events(
 
     task = asyncio.create_task(judge())  # copies this request's context (its id, key and meters)
     try:
-        while (item := await queue.get()) is not _DONE:
+        first = await queue.get()
+    except BaseException:  # cancelled (the client went away): stop spending
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        raise
+    if first is _DONE and not task.cancelled() and task.exception() is not None:
+        raise task.exception()  # type: ignore[misc]  # the ordinary error answer: nothing has been sent yet
+    return EventSourceResponse(_events(task, queue, first, request_id), ping=15, send_timeout=30)
+
+
+async def _events(
+    task: asyncio.Task[dict[str, Any]], queue: asyncio.Queue[RunEvent | object], item: object, request_id: str
+) -> AsyncIterator[ServerSentEvent]:
+    try:
+        while item is not _DONE:
             assert isinstance(item, RunEvent)
             yield ServerSentEvent(orjson.dumps(item.data).decode(), event=item.kind)
+            item = await queue.get()
         try:
             data = await task
         except Exception as exc:  # an error the ordinary route would answer, as an event

@@ -10,6 +10,7 @@ from pcfjudge.backends.registry import Jury, ResolvedModel
 from pcfjudge.doors.checks import check_texts, resolve_model
 from pcfjudge.engine.judge import Judge, prompt_style
 from pcfjudge.engine.listwise_runs import ListwiseTask
+from pcfjudge.engine.plan import Plan
 from pcfjudge.errors import ApiError, client_error
 from pcfjudge.judging import consensus as cons
 from pcfjudge.judging import permutations as perms
@@ -18,6 +19,11 @@ from pcfjudge.judging.window_rounds import WindowOptions, least_calls
 from pcfjudge.schemas.listwise_schema import ListwiseRequest
 from pcfjudge.settings import Settings
 from pcfjudge.types import MAX_K
+
+
+def build_plan(body: ListwiseRequest, s: Settings, judge: Judge) -> Plan[ListwiseTask]:
+    """The request's plan, checked once at intake (every mode: answered now, streamed, or queued as a job)."""
+    return judge.checked(build_task(body, s, judge))
 
 
 def build_task(body: ListwiseRequest, s: Settings, judge: Judge) -> ListwiseTask:

@@ -5,11 +5,17 @@ from __future__ import annotations
 from pcfjudge.doors.checks import check_texts, resolve_model
 from pcfjudge.engine.judge import Judge, prompt_style
 from pcfjudge.engine.pairwise_passes import PairwiseTask
+from pcfjudge.engine.plan import Plan
 from pcfjudge.schemas.pairwise_schema import PairwiseRequest
 from pcfjudge.settings import Settings
 
 TASK_FIELDS = {"question", "response_a", "response_b", "keyed", "estimation", "oracle_best"}
 """The request fields a pairwise task takes as they are."""
+
+
+def build_plan(body: PairwiseRequest, settings: Settings, judge: Judge) -> Plan[PairwiseTask]:
+    """The request's plan, checked once at intake (every mode: answered now, streamed, or queued as a job)."""
+    return judge.checked(build_task(body, settings, judge))
 
 
 def build_task(body: PairwiseRequest, settings: Settings, judge: Judge) -> PairwiseTask:

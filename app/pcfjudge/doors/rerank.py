@@ -24,6 +24,7 @@ from pcfjudge.doors.decisions import judged, record_listwise
 from pcfjudge.doors.listwise_response import to_response
 from pcfjudge.engine.judge import Judge, prompt_style
 from pcfjudge.engine.listwise_runs import ListwiseTask
+from pcfjudge.engine.plan import Plan
 from pcfjudge.errors import ApiError, client_error
 from pcfjudge.judging import consensus as cons
 from pcfjudge.judging.window_rounds import WindowOptions
@@ -149,13 +150,13 @@ def build_task(
 
 
 async def rerank(
-    judge: Judge, metrics: Metrics, request_id: str, task: ListwiseTask, include_runs: bool, endpoint: str
+    judge: Judge, metrics: Metrics, request_id: str, plan: Plan[ListwiseTask], include_runs: bool, endpoint: str
 ) -> Ranked:
-    """Judge the task: the documents best first, with the full listwise detail."""
-    result = await judged(endpoint, judge.listwise(task))
+    """Judge the (checked) plan: the documents best first, with the full listwise detail."""
+    result = await judged(endpoint, judge.run(plan))
     record_listwise(result, metrics)
     detail = to_response(result, request_id, include_runs)
-    if len(task.ids) == 1:  # pointwise, as a reward group of one: the judge's own score, clipped to 0–100
+    if len(plan.task.ids) == 1:  # pointwise, as a reward group of one: the judge's own score, clipped to 0–100
         only = detail.candidates[0]
         return Ranked([0], {0: min(100.0, max(0.0, only.mean_score))}, detail, pointwise=True)
     consensus = {int(c.id): c.consensus for c in detail.candidates}

@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
 from pcfjudge import context
+from pcfjudge.backends.registry import Jury
 from pcfjudge.doors.checks import resolve_model
 from pcfjudge.engine import progress, spend
 from pcfjudge.engine.judge import Judge
@@ -125,6 +126,11 @@ def plan(s: Settings, judge: Judge, options: RewardOptions, items: Sequence[Item
             "per request or lower k"
         )
         raise ApiError(422, "over_limit", detail, field=field)
+    judge.allow(model.jurors if isinstance(model, Jury) else (model,))
+    if judge.guard is not None:  # each group is one judgment: its plan is checked as Judge.check will check it
+        for g in groups:
+            window = s.max_candidates if members(g, size) > s.max_candidates else None
+            judge.guard.check_plan(planned_calls(g, size, s), [g.spec.prompt, *g.texts], field=field, window=window)
     return Plan(model.string, options.reward, size, wait_ms / 1000, groups, where, list(items))
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Literal, Protocol, TypeVar
+from typing import Any, Literal, Protocol, TypeVar, overload
 
 from pcfjudge import context
 from pcfjudge.backends.params import decoding_params
@@ -31,6 +31,7 @@ from pcfjudge.engine.pairwise_passes import (
     judge_pairwise,
     plan_passes,
 )
+from pcfjudge.engine.plan import Plan
 from pcfjudge.engine.runner import CallRunner
 from pcfjudge.engine.window_runs import judge_windows, window_spec
 from pcfjudge.errors import Refusal
@@ -103,6 +104,8 @@ class Judge:
         return self._jury(",".join(spec), list(spec))
 
     def _jury(self, name: str, models: list[str]) -> Jury:
+        if any(not m.strip() for m in models):  # "sim:default," must not make the default model a juror
+            raise ModelError(f"a jury's models must not be empty (got {models!r}); name each juror as provider:model")
         repeated = sorted({m for m in models if models.count(m) > 1})
         if repeated:
             raise ModelError(f"a jury's models must be distinct; repeated: {', '.join(repeated)}")
@@ -151,213 +154,151 @@ class Judge:
         model = self.model(task.model)
         return plan_passes(task, model.string, self.params(model))
 
-    @traced("listwise")
-    async def listwise(self, task: ListwiseTask) -> ListwiseResult:
-        """PCFJudge; raises ``JudgingFailed`` (502/503/504) below quorum, ``ModelError`` for a bad model and
-        ``Refusal`` when the guard or admission control declines."""
+    @overload
+    def plan(self, task: ListwiseTask) -> Plan[ListwiseTask]: ...
+    @overload
+    def plan(self, task: PairwiseTask) -> Plan[PairwiseTask]: ...
+    def plan(self, task: ListwiseTask | PairwiseTask) -> Plan[ListwiseTask] | Plan[PairwiseTask]:
+        """What judging ``task`` will do and may spend (``engine.plan``); the one place its calls are counted.
+        ``ModelError`` for a bad model; ``Refusal`` when rounds of windows cannot be paid for."""
         target = self._target(task.model)
-        if isinstance(target, Jury):
-            return await self._jury_listwise(replace(task, model=target), target)
-        model = target
-        params = self.params(model)
-        if len(task.ids) > self.settings.max_candidates:
-            return await self._windows(task, model, params)
-        plan = plan_runs(task, model.string, params)
-        calls = len(plan.runs)
-        if task.budget is not None:
-            calls = task.budget.cap(calls)
-        deadline = self._deadline()
-        quorum, price = self.settings.quorum, self.settings.prices.get(model.string)
-        return await self._spend(
-            model.string,
-            price,
-            calls,
-            [task.question, *task.texts],
-            "k",
-            lambda: judge_listwise(
-                task,
-                model,
-                self.runner,
-                params,
-                deadline=deadline,
-                quorum=quorum,
-                price=price,
-                plan=plan,
-                min_runs=self.settings.deadline_min_runs,
-            ),
-        )
-
-    async def _windows(self, task: ListwiseTask, model: ResolvedModel, params: DecodingParams) -> ListwiseResult:
-        """More candidates than one window (PCFJ_MAX_CANDIDATES): rounds of windows fitted onto one scale; the
-        guard checks the budget of every round the judgment may take before the first call."""
+        jury = target if isinstance(target, Jury) else None
+        jurors = target.jurors if isinstance(target, Jury) else (target,)
+        if isinstance(task, PairwiseTask):
+            calls = sum(len(plan_passes(task, m.string, self.params(m))) for m in jurors)
+            pair = (task.question, task.response_a, task.response_b)
+            return Plan(replace(task, model=target), "pairwise", jurors, jury, calls, pair, "response_a")
+        task = replace(task, model=target)
+        texts = (task.question, *task.texts)
         window, n = self.settings.max_candidates, len(task.ids)
-        spec = window_spec(task, window)
-        calls, least = budget_calls(n, window, spec.rounds, spec.max_calls), least_calls(n, window)
-        if calls < least:  # front doors refuse this first; an in-process caller or a grown reward group may not
-            detail = f"k: {n} candidates in windows of {window} need two rounds, {least} calls; this may make {calls}"
-            raise Refusal(422, "validation_error", f"{detail} (k counts rounds past one window: at least 2)", field="k")
-        deadline = self._deadline()
-        quorum = self.settings.quorum
-        return await self._spend(
-            model.string,
-            self.settings.prices.get(model.string),
-            calls,
-            [task.question, *task.texts],
-            "candidates",
-            lambda: judge_windows(
-                task,
-                model,
-                self.runner,
-                params,
-                window=window,
-                deadline=deadline,
-                quorum=quorum,
-                min_runs=self.settings.deadline_min_runs,
-            ),
-            window=window,
-        )
-
-    async def _jury_listwise(self, task: ListwiseTask, jury: Jury) -> ListwiseResult:
-        """PCFJudge by every juror (engine/jury_runs.py): the guard checks each juror's model and every juror's
-        calls together, before the first call."""
-        params = [self.params(m) for m in jury.jurors]
-        deadline = self._deadline()
-        s = self.settings
-        prices = [s.prices.get(m.string) for m in jury.jurors]
-        texts = [task.question, *task.texts]
-        if len(task.ids) > s.max_candidates:
-            window = s.max_candidates
+        if n > window:
             spec = window_spec(task, window)
-            calls = len(jury.jurors) * budget_calls(len(task.ids), window, spec.rounds, spec.max_calls)
-
-            async def windowed() -> ListwiseResult:
-                solo = replace(task, model=None)
-                outcomes = await judge_jurors(
-                    jury,
-                    lambda m: judge_windows(
-                        solo,
-                        m,
-                        self.runner,
-                        self.params(m),
-                        window=window,
-                        deadline=deadline,
-                        quorum=s.quorum,
-                        min_runs=s.deadline_min_runs,
-                    ),
+            calls, least = budget_calls(n, window, spec.rounds, spec.max_calls), least_calls(n, window)
+            if calls < least:  # front doors refuse this first; an in-process caller or a grown reward group may not
+                detail = (
+                    f"k: {n} candidates in windows of {window} need two rounds, {least} calls; this may make {calls}"
                 )
-                return pool_windows(task, jury, outcomes, s.jury_quorum, self.reliability)
+                raise Refusal(
+                    422, "validation_error", f"{detail} (k counts rounds past one window: at least 2)", field="k"
+                )
+            return Plan(task, "windows", jurors, jury, calls * len(jurors), texts, "candidates", window=window)
+        runs = plan_runs(task, jurors[0].string, self.params(jurors[0]))
+        calls = len(runs.runs) * len(jurors)
+        calls = task.budget.cap(calls) if task.budget is not None else calls
+        return Plan(task, "prompt", jurors, jury, calls, texts, "k", runs=runs if jury is None else None)
 
-            return await self._spend_jury(jury, prices, calls, texts, "candidates", windowed, window=window)
-        per_juror = len(plan_runs(task, jury.jurors[0].string, params[0]).runs)
-        calls = task.budget.cap(per_juror * len(jury.jurors)) if task.budget else per_juror * len(jury.jurors)
+    def check(self, plan: Plan[Any]) -> None:
+        """Refuse (``Refusal``, before any call) a plan this judge's guard does not allow: every juror's model on the
+        allowlist, its calls and estimated input tokens within the per-request caps."""
+        if self.guard is None:
+            return
+        self.allow(plan.jurors)
+        self.guard.check_plan(plan.calls, plan.texts, field=plan.field, window=plan.window)
+
+    def allow(self, models: Sequence[ResolvedModel]) -> None:
+        """Refuse (``Refusal``, 422 naming PCFJ_ALLOWED_MODELS) a model this judge's guard does not allow."""
+        if self.guard is not None:
+            for model in models:
+                self.guard.check_model(model.string)
+
+    @overload
+    def checked(self, task: ListwiseTask) -> Plan[ListwiseTask]: ...
+    @overload
+    def checked(self, task: PairwiseTask) -> Plan[PairwiseTask]: ...
+    def checked(self, task: ListwiseTask | PairwiseTask) -> Plan[ListwiseTask] | Plan[PairwiseTask]:
+        """``plan(task)``, checked: what a front door builds at intake, whether it answers now, streams or queues a job."""
+        plan = self.plan(task)
+        self.check(plan)
+        return plan
+
+    async def listwise(self, task: ListwiseTask) -> ListwiseResult:
+        """PCFJudge: ``run(plan(task))``, checked first."""
+        return await self.run(self.plan(task))
+
+    async def pairwise(self, task: PairwiseTask) -> PairwiseResult:
+        """APOCJudge: ``run(plan(task))``, checked first."""
+        return await self.run(self.plan(task))
+
+    @overload
+    async def run(self, plan: Plan[ListwiseTask]) -> ListwiseResult: ...
+    @overload
+    async def run(self, plan: Plan[PairwiseTask]) -> PairwiseResult: ...
+    async def run(self, plan: Plan[ListwiseTask] | Plan[PairwiseTask]) -> ListwiseResult | PairwiseResult:
+        """Check the plan (a second check of the same plan is cheap: the allowlist is remembered), charge the
+        calling key's quota for its calls, judge it, settle the quota to the attempts made; raises
+        ``JudgingFailed`` (502/503/504) below quorum and ``Refusal`` when the guard or admission control declines."""
+        self.check(plan)
+        task = plan.task
+        if isinstance(task, PairwiseTask):
+            return await traced("pairwise", plan.task, self._spend(plan, lambda: self._pairwise(task, plan)))
+        return await traced("listwise", plan.task, self._spend(plan, lambda: self._listwise(task, plan)))
+
+    async def _listwise(self, task: ListwiseTask, plan: Plan[Any]) -> ListwiseResult:
+        s, deadline = self.settings, self._deadline()
+        if plan.strategy == "windows":
+            assert plan.window is not None
+            window = plan.window
+
+            def windows(m: ResolvedModel, t: ListwiseTask = task) -> Awaitable[ListwiseResult]:
+                return judge_windows(
+                    t, m, self.runner, self.params(m), window=window, deadline=deadline, quorum=s.quorum,
+                    min_runs=s.deadline_min_runs,
+                )  # fmt: skip
+
+            if plan.jury is None:
+                return await windows(plan.jurors[0])
+            outcomes = await judge_jurors(plan.jury, lambda m: windows(m, replace(task, model=None)))
+            return pool_windows(task, plan.jury, outcomes, s.jury_quorum, self.reliability)
+        if plan.jury is None:
+            model = plan.jurors[0]
+            return await judge_listwise(
+                task, model, self.runner, self.params(model), deadline=deadline, quorum=s.quorum,
+                price=s.prices.get(model.string), plan=plan.runs, min_runs=s.deadline_min_runs,
+            )  # fmt: skip
+        prices = [s.prices.get(m.string) for m in plan.jurors]
         known = [p for p in prices if p is not None]
         dearest = max(known, key=lambda p: p[0] + p[1]) if len(known) == len(prices) else None
-        return await self._spend_jury(
-            jury,
-            prices,
-            calls,
-            texts,
-            "k",
-            lambda: judge_jury_listwise(
-                task,
-                jury,
-                self.runner,
-                params,
-                deadline=deadline,
-                quorum=s.quorum,
-                jury_quorum=s.jury_quorum,
-                price=dearest,
-                book=self.reliability,
-                min_runs=s.deadline_min_runs,
-            ),
-        )
+        return await judge_jury_listwise(
+            task, plan.jury, self.runner, [self.params(m) for m in plan.jurors], deadline=deadline, quorum=s.quorum,
+            jury_quorum=s.jury_quorum, price=dearest, book=self.reliability, min_runs=s.deadline_min_runs,
+        )  # fmt: skip
 
-    async def _jury_pairwise(self, task: PairwiseTask, jury: Jury) -> PairwiseResult:
+    async def _pairwise(self, task: PairwiseTask, plan: Plan[Any]) -> PairwiseResult:
         deadline = self._deadline()
-        calls = sum(len(plan_passes(task, m.string, self.params(m))) for m in jury.jurors)
-        texts = [task.question, task.response_a, task.response_b]
-        prices = [self.settings.prices.get(m.string) for m in jury.jurors]
-
-        async def judged() -> PairwiseResult:
-            outcomes = await judge_jurors(
-                jury,
-                lambda m: judge_pairwise(replace(task, model=m), m, self.runner, self.params(m), deadline=deadline),
-            )
-            return pool_pairwise(jury, outcomes, self.settings.jury_quorum, self.reliability)
-
-        return await self._spend_jury(jury, prices, calls, texts, "response_a", judged)
-
-    async def _spend_jury(
-        self,
-        jury: Jury,
-        prices: list[tuple[float, float] | None],
-        calls: int,
-        texts: Sequence[str],
-        field: str,
-        judge: Callable[[], Awaitable[R]],
-        window: int | None = None,
-    ) -> R:
-        """``_spend`` for a jury: every juror allowed, every juror's calls checked and charged together; the cost is
-        each juror's usage at its own price (None when any juror is unpriced)."""
-        if self.guard is not None:
-            for juror in jury.jurors:
-                self.guard.check_model(juror.string)
-        result = await self._spend(jury.jurors[0].string, None, calls, texts, field, judge, window=window)
-        costs = [_juror_usage(result, m.string).cost_usd(p) for m, p in zip(jury.jurors, prices, strict=True)]
-        report = getattr(result, "jury", None)
-        for juror, cost in zip(report.jurors if report is not None else (), costs, strict=False):
-            juror.cost_usd = cost
-        result.cost_usd = round(sum(c for c in costs if c is not None), 6) if None not in costs else None
-        return result
-
-    @traced("pairwise")
-    async def pairwise(self, task: PairwiseTask) -> PairwiseResult:
-        """APOCJudge; raises ``JudgingFailed`` when both orders fail, ``ModelError`` for a bad model and
-        ``Refusal`` when the guard or admission control declines."""
-        target = self._target(task.model)
-        if isinstance(target, Jury):
-            return await self._jury_pairwise(replace(task, model=target), target)
-        model = target
-        params = self.params(model)
-        calls = len(plan_passes(task, model.string, params))
-        deadline = self._deadline()
-        return await self._spend(
-            model.string,
-            self.settings.prices.get(model.string),
-            calls,
-            [task.question, task.response_a, task.response_b],
-            "response_a",
-            lambda: judge_pairwise(task, model, self.runner, params, deadline=deadline),
+        if plan.jury is None:
+            model = plan.jurors[0]
+            return await judge_pairwise(task, model, self.runner, self.params(model), deadline=deadline)
+        outcomes = await judge_jurors(
+            plan.jury,
+            lambda m: judge_pairwise(replace(task, model=m), m, self.runner, self.params(m), deadline=deadline),
         )
+        return pool_pairwise(plan.jury, outcomes, self.settings.jury_quorum, self.reliability)
 
-    async def _spend(
-        self,
-        model: str,
-        price: tuple[float, float] | None,
-        calls: int,
-        texts: Sequence[str],
-        field: str,
-        judge: Callable[[], Awaitable[R]],
-        window: int | None = None,
-    ) -> R:
-        """Check and charge the guard, judge, refund what the judgment did not spend, record it for the log; the
-        result's ``cost_usd`` is its usage at the model's price (computed here once, for the response and the
-        cost metric alike). ``window``: a windowed judgment, each call shows at most that many of ``texts[1:]``."""
+    async def _spend(self, plan: Plan[Any], judgment: Callable[[], Awaitable[R]]) -> R:
+        """Charge the guard for the plan's calls, judge, refund what the judgment did not spend; the result's
+        ``cost_usd`` is its usage at the model's price (a jury's: each juror's usage at its own price, None when any
+        juror is unpriced), computed here once for the response and the cost metric alike."""
         if self.guard is None:
-            result = await judge()
+            result = await judgment()
         else:
-            self.guard.check_model(model)
-            self.guard.check_plan(calls, texts, field=field, window=window)
-            charge = await self.guard.charge(calls)
+            charge = await self.guard.charge(plan.calls)
             # Every attempt this judgment makes (retries included; not calls it shares with other requests) counts
             # against PCFJ_MAX_CALLS_PER_REQUEST and the request's own allowance, and is what the quota is charged.
             meter = spend.Meter(self.settings.max_calls_per_request, "PCFJ_MAX_CALLS_PER_REQUEST", spend.current())
             try:
                 with spend.metering(meter):
-                    result = await judge()
+                    result = await judgment()
             finally:
                 await charge.settle(meter.made)
-        result.cost_usd = result.usage.cost_usd(price)
+        prices = self.settings.prices
+        if plan.jury is None:
+            result.cost_usd = result.usage.cost_usd(prices.get(plan.jurors[0].string))
+        else:
+            costs = [_juror_usage(result, m.string).cost_usd(prices.get(m.string)) for m in plan.jurors]
+            report = getattr(result, "jury", None)
+            for juror, cost in zip(report.jurors if report is not None else (), costs, strict=False):
+                juror.cost_usd = cost
+            result.cost_usd = round(sum(c for c in costs if c is not None), 6) if None not in costs else None
         context.record(result.backend_calls, result.cache_hits)
         return result
 

@@ -1,5 +1,5 @@
-"""The span of one judgment, ``judge listwise`` / ``judge pairwise`` (``telemetry.tracing``): ``Judge.listwise`` and
-``Judge.pairwise`` are wrapped by ``traced``. With tracing off the wrapper only awaits the method.
+"""The span of one judgment, ``judge listwise`` / ``judge pairwise`` (``telemetry.tracing``): ``Judge.run`` awaits
+every judgment in ``traced``. With tracing off the wrapper only awaits the method.
 
 Attributes: ``gen_ai.request.model`` (the model string a front door resolved, ``provider:model``, or the jury's name,
 with ``pcfjudge.jurors``), ``pcfjudge.k`` and ``pcfjudge.candidates`` (``pcfjudge.cache_mode`` when not "use") at the start; at the end
@@ -10,44 +10,30 @@ when it fails.
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any, Literal, TypeVar
+from collections.abc import Awaitable
+from typing import Literal, TypeVar
 
 from pcfjudge.backends.registry import Jury, ResolvedModel
 from pcfjudge.engine.listwise_runs import ListwiseResult, ListwiseTask
 from pcfjudge.engine.pairwise_passes import PairwiseResult, PairwiseTask
 from pcfjudge.telemetry import tracing
 
-J = TypeVar("J")
-T = TypeVar("T", ListwiseTask, PairwiseTask)
 R = TypeVar("R", ListwiseResult, PairwiseResult)
 
 
-def traced(
-    door: Literal["listwise", "pairwise"],
-) -> Callable[[Callable[[J, T], Awaitable[R]]], Callable[[J, T], Coroutine[Any, Any, R]]]:
-    """Wrap a ``Judge`` method judging one task in the judgment's span."""
-    name = f"judge {door}"
-
-    def wrap(method: Callable[[J, T], Awaitable[R]]) -> Callable[[J, T], Coroutine[Any, Any, R]]:
-        @functools.wraps(method)
-        async def judged(judge: J, task: T) -> R:
-            if not tracing.on():
-                return await method(judge, task)
-            started = task_attributes(task)
-            with tracing.judgment(name, started) as span:
-                try:
-                    result = await method(judge, task)
-                except Exception as exc:
-                    tracing.failed(span, str(getattr(exc, "kind", "") or type(exc).__name__))
-                    raise
-                tracing.annotate(span, result_attributes(result, "gen_ai.request.model" in started))
-                return result
-
-        return judged
-
-    return wrap
+async def traced(name: Literal["listwise", "pairwise"], task: ListwiseTask | PairwiseTask, judgment: Awaitable[R]) -> R:
+    """Await ``judgment`` (of ``task``) in the judgment's span; with tracing off, only await it."""
+    if not tracing.on():
+        return await judgment
+    started = task_attributes(task)
+    with tracing.judgment(f"judge {name}", started) as span:
+        try:
+            result = await judgment
+        except Exception as exc:
+            tracing.failed(span, str(getattr(exc, "kind", "") or type(exc).__name__))
+            raise
+        tracing.annotate(span, result_attributes(result, "gen_ai.request.model" in started))
+        return result
 
 
 def task_attributes(task: ListwiseTask | PairwiseTask) -> tracing.Attributes:

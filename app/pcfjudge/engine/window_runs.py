@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from pcfjudge.backends.registry import ResolvedModel
+from pcfjudge.engine import progress
 from pcfjudge.engine.anytime_runs import needed_ok
 from pcfjudge.engine.failures import JudgingFailed, failure_summary, judging_failed
 from pcfjudge.engine.listwise_runs import ListwiseResult, ListwiseTask, call_specs, fill_record, plan_runs
@@ -81,6 +82,7 @@ async def judge_windows(
         tasks = [window_task(task, w) for w in windows]
         specs = [call_specs(t, plan_runs(t, model.string, params), model, params)[0] for t in tasks]
         made = await runner.run(specs, model, deadline=deadline, cache_mode=task.cache_mode)
+        first = len(records)
         for w, sub, outcome in zip(windows, tasks, made, strict=True):
             if outcome.error == DEADLINE_KIND:
                 ranking.cut()
@@ -98,6 +100,9 @@ async def judge_windows(
                 acc = sums[where[cid]]
                 for i in range(_STATS):
                     acc[i] += v[i + 1]
+        if progress.listener() is not None:  # one event per window judged; the fit (the consensus) comes at the end
+            for done, record in enumerate(records[first:], first + 1):
+                progress.emit("run", window_event(record, done, ranking.budget, ranking.steps))
     fit = ranking.fit()
     ok = len(records) - ranking.failed
     cut = ranking.stopped == "deadline"
@@ -147,6 +152,28 @@ async def judge_windows(
         stopped="deadline" if cut else None,
         runs_planned=ranking.calls,
     )
+
+
+def window_event(record: RunRecord, done: int, budget: int, step: int) -> dict[str, object]:
+    """A window's run event (docs/streaming.md): the run's own fields; the consensus so far is null, since the
+    candidates share one scale only once the rounds are fitted, in the result."""
+    result = record.result
+    return {
+        "execution": record.execution,
+        "index": record.index,
+        "order": record.order,
+        "model": record.model,
+        "cached": record.cached,
+        "error": record.error,
+        "top_set": cons.top_set(result) if result is not None else None,
+        "scores": {cid: j.score for cid, j in result.judgments.items()} if result is not None else None,
+        "runs_done": done,
+        "runs_planned": budget,
+        "step": step,
+        "winners": None,
+        "ranking": None,
+        "consensus": None,
+    }
 
 
 def _failed(

@@ -61,14 +61,14 @@ def _listwise(services: Services, body: ListwiseRequest, prefer: str | None) -> 
     if body.stream:
         raise client_error("stream", NOT_STREAMED)
     answer_deadline(services.settings, body.deadline_ms, prefer)
-    listwise_task.build_task(body, services.settings, services.judge)
+    listwise_task.build_plan(body, services.settings, services.judge)
 
 
 def _pairwise(services: Services, body: PairwiseRequest, prefer: str | None) -> None:
     if body.stream:
         raise client_error("stream", NOT_STREAMED)
     answer_deadline(services.settings, body.deadline_ms, prefer)
-    pairwise_task.build_task(body, services.settings, services.judge)
+    pairwise_task.build_plan(body, services.settings, services.judge)
 
 
 def _reward(services: Services, body: RewardRequest, prefer: str | None) -> None:
@@ -91,7 +91,7 @@ def _rerank(services: Services, body: CohereRerankRequest, prefer: str | None) -
         texts = [cut(text, body.max_tokens_per_doc * CHARS_PER_TOKEN) for text in texts]
     model = judge_model(services.judge, body.model, options)
     answer_deadline(services.settings, options.deadline_ms if options is not None else None, prefer)
-    rerank_task(services.settings, body.query, texts, options, model, "documents", body.top_n)
+    services.judge.checked(rerank_task(services.settings, body.query, texts, options, model, "documents", body.top_n))
 
 
 Check = Callable[[Services, Any, str | None], None]

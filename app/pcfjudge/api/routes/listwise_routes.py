@@ -15,7 +15,7 @@ from pcfjudge.api.streaming import stream
 from pcfjudge.doors.anytime import answer_deadline
 from pcfjudge.doors.decisions import judged, record_listwise
 from pcfjudge.doors.listwise_response import response_data
-from pcfjudge.doors.listwise_task import build_task
+from pcfjudge.doors.listwise_task import build_plan
 from pcfjudge.engine import progress
 from pcfjudge.schemas.listwise_schema import ListwiseRequest, ListwiseResponse
 
@@ -28,15 +28,15 @@ async def judge_listwise_route(body: ListwiseRequest, request: Request) -> Respo
     ``deadline_ms`` (or ``Prefer: wait=<s>``) answers by then; ``stream`` sends server-sent events."""
     services = services_of(request)
     deadline = answer_deadline(services.settings, body.deadline_ms, request.headers.get("prefer"))
-    task = build_task(body, services.settings, services.judge)
+    plan = build_plan(body, services.settings, services.judge)  # checked here, before any answer
 
     async def judgment() -> dict[str, Any]:
-        result = await judged("/judge/listwise", services.judge.listwise(task))
+        result = await judged("/judge/listwise", services.judge.run(plan))
         record_listwise(result, services.metrics)
         return response_data(result, request.state.request_id, body.include_runs)
 
     if body.stream:
-        return stream(judgment, deadline, request.state.request_id)
+        return await stream(judgment, deadline, request.state.request_id)
     with progress.anytime(deadline):
         data = await judgment()
     return Response(orjson.dumps(data), media_type="application/json")  # a ListwiseResponse, serialised once

@@ -13,7 +13,7 @@ from pcfjudge.api.streaming import stream
 from pcfjudge.doors.anytime import answer_deadline
 from pcfjudge.doors.decisions import judged, record_pairwise
 from pcfjudge.doors.pairwise_response import to_response
-from pcfjudge.doors.pairwise_task import build_task
+from pcfjudge.doors.pairwise_task import build_plan
 from pcfjudge.engine import progress
 from pcfjudge.schemas.pairwise_schema import PairwiseRequest, PairwiseResponse
 
@@ -30,10 +30,10 @@ async def judge_pairwise_route(body: PairwiseRequest, request: Request, services
     """APOCJudge: judge both orders; on disagreement accept the swapped verdict only if a keyed pass confirms it.
     ``deadline_ms`` (or ``Prefer: wait=<s>``) answers by then; ``stream`` sends server-sent events."""
     deadline = answer_deadline(services.settings, body.deadline_ms, request.headers.get("prefer"))
-    task = build_task(body, services.settings, services.judge)
+    plan = build_plan(body, services.settings, services.judge)  # checked here, before any answer
 
     async def judgment() -> PairwiseResponse:
-        result = await judged("/judge/pairwise", services.judge.pairwise(task))
+        result = await judged("/judge/pairwise", services.judge.run(plan))
         record_pairwise(result, services.metrics)
         return to_response(result, request.state.request_id, body.include_runs)
 
@@ -42,6 +42,6 @@ async def judge_pairwise_route(body: PairwiseRequest, request: Request, services
         async def data() -> dict[str, Any]:
             return (await judgment()).model_dump(mode="json", by_alias=True)
 
-        return stream(data, deadline, request.state.request_id)
+        return await stream(data, deadline, request.state.request_id)
     with progress.anytime(deadline):
         return await judgment()

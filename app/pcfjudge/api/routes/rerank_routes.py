@@ -27,6 +27,7 @@ from pcfjudge.doors.anytime import answer_deadline
 from pcfjudge.doors.rerank import CHARS_PER_TOKEN, build_task, cut, document_text, judge_model, rerank
 from pcfjudge.engine import progress
 from pcfjudge.engine.listwise_runs import ListwiseTask
+from pcfjudge.engine.plan import Plan
 from pcfjudge.engine.progress import AnswerBy
 from pcfjudge.errors import client_error
 from pcfjudge.schemas.common import ErrorResponse
@@ -148,10 +149,10 @@ async def tei_rerank(body: TeiRerankRequest, request: Request, services: Service
         texts = [cut(text, s.max_candidate_chars, keep_end) for text in texts]
     model = judge_model(services.judge, None, body.pcfjudge)
     deadline = _deadline(services, body.pcfjudge, request)
-    task = build_task(s, query, texts, body.pcfjudge, model, "texts")
+    plan = services.judge.checked(build_task(s, query, texts, body.pcfjudge, model, "texts"))
     include_runs = body.pcfjudge is not None and body.pcfjudge.include_runs
     with progress.anytime(deadline):
-        ranked = await rerank(services.judge, services.metrics, request.state.request_id, task, include_runs, "/rerank")
+        ranked = await rerank(services.judge, services.metrics, request.state.request_id, plan, include_runs, "/rerank")
     stats = {int(c.id): c for c in ranked.detail.candidates}
     ranks = [
         TeiRank(
@@ -180,14 +181,16 @@ async def cohere_rerank(body: CohereRerankRequest, request: Request, services: S
         texts = [cut(text, body.max_tokens_per_doc * CHARS_PER_TOKEN) for text in texts]
     model = judge_model(services.judge, body.model, body.pcfjudge)
     deadline = _deadline(services, body.pcfjudge, request)
-    task = build_task(services.settings, body.query, texts, body.pcfjudge, model, "documents", body.top_n)
+    plan = services.judge.checked(
+        build_task(services.settings, body.query, texts, body.pcfjudge, model, "documents", body.top_n)
+    )  # checked here, before any answer
     endpoint = "/v1/rerank" if request.url.path.startswith("/v1/") else "/v2/rerank"
 
     async def reranked() -> dict[str, Any]:
-        return await _cohere_payload(body, request, services, task, endpoint, len(texts))
+        return await _cohere_payload(body, request, services, plan, endpoint, len(texts))
 
     if body.pcfjudge is not None and body.pcfjudge.stream:
-        return stream(reranked, deadline, request.state.request_id)
+        return await stream(reranked, deadline, request.state.request_id)
     with progress.anytime(deadline):
         return JSONResponse(await reranked())
 
@@ -198,11 +201,11 @@ def _deadline(services: Services, options: RerankOptions | None, request: Reques
 
 
 async def _cohere_payload(
-    body: CohereRerankRequest, request: Request, services: Services, task: ListwiseTask, endpoint: str, n: int
+    body: CohereRerankRequest, request: Request, services: Services, plan: Plan[ListwiseTask], endpoint: str, n: int
 ) -> dict[str, Any]:
     """The Cohere-shaped answer for the judged documents (``pcfjudge``: the full consensus, when asked)."""
     include_runs = body.pcfjudge is not None and body.pcfjudge.include_runs
-    ranked = await rerank(services.judge, services.metrics, request.state.request_id, task, include_runs, endpoint)
+    ranked = await rerank(services.judge, services.metrics, request.state.request_id, plan, include_runs, endpoint)
     usage = ranked.detail.usage
     tokens = {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens}
     results = []

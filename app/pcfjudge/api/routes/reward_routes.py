@@ -48,6 +48,6 @@ async def reward_route(body: RewardRequest, request: Request, services: Services
         async def data() -> dict[str, Any]:
             return (await rewarded()).model_dump(mode="json")
 
-        return stream(data, deadline, request.state.request_id)
+        return await stream(data, deadline, request.state.request_id)
     with progress.anytime(deadline):
         return await rewarded()

@@ -220,7 +220,8 @@ async def _off_path_ns(n: int = 200_000) -> tuple[float, float]:
     async def judge(_judge: object, _task: object) -> None:
         return None
 
-    wrapped: Callable[[object, object], Awaitable[None]] = traced("listwise")(judge)  # type: ignore[type-var]
+    def wrapped(judge_: object, task: object) -> Awaitable[None]:
+        return traced("listwise", task, judge(judge_, task))  # type: ignore[arg-type,type-var]
 
     async def request_off() -> None:
         span = tracing.server_span({}, "") if tracing.on() else None
