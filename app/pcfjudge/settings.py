@@ -34,7 +34,12 @@ class Settings(BaseSettings):
     max_items: int = Field(
         1000, ge=2, description="Candidates (documents) one listwise or rerank request may carry; over it, 413."
     )
-    max_group_size: int = Field(256, ge=1, description="Distinct responses one reward group may have; over it, 413.")
+    max_group_size: int = Field(
+        256,
+        ge=1,
+        description="Distinct responses one reward group may have (over it, 413), and the largest group_size a request "
+        "or PCFJ_REWARD_GROUP_SIZE may wait for (422); 256 in 4 rounds of windows of 16 is 64 calls.",
+    )
     window_rounds: int = Field(
         4,
         ge=2,
@@ -86,13 +91,17 @@ class Settings(BaseSettings):
         description="Per API key: backend calls per minute (charged as planned, cache hits refunded).",
     )
     max_calls_per_request: int = Field(
-        64,
+        512,
         ge=1,
-        description="Backend calls one request may plan: K=7 × 3 executions is 21; 4 rounds of windows over 256 "
-        "candidates (window 16) is 64.",
+        description="Backend calls (attempts, retries included) one judgment may make, checked on its plan before any "
+        "call: PCFJ_MAX_ITEMS (1,000) documents in 4 rounds of windows of 16 plan 63 × 4 = 252, so 512 leaves as "
+        "many again for retries (or up to 8 rounds); K=7 × 3 executions is 21.",
     )
     max_input_tokens_per_request: int = Field(
-        1_000_000, ge=1, description="Estimated input tokens (≈ characters / 4) of all of one request's calls."
+        2_500_000,
+        ge=1,
+        description="Estimated input tokens (≈ characters / 4) of all of one request's calls: 1,000 documents that "
+        "fill PCFJ_MAX_BODY_BYTES (about 2,000 characters each) in 252 windows of 16 estimate about 2.15 million.",
     )
     allowed_models: list[str] | None = Field(
         default=None,
@@ -102,7 +111,10 @@ class Settings(BaseSettings):
         512, ge=1, description="POST requests in flight per process; past it a new one is refused (503) at once."
     )
     max_queued_calls: int = Field(
-        256, ge=0, description="Backend calls that may wait for a free slot per backend and process; past it: 503."
+        1024,
+        ge=0,
+        description="Backend calls that may wait for a free slot per backend and process; past it: 503. At least "
+        "PCFJ_MAX_REWARD_CALLS_PER_REQUEST, so one request the other limits admit fits on an idle backend.",
     )
     max_pending_per_key: int | None = Field(
         default=None,
@@ -112,10 +124,12 @@ class Settings(BaseSettings):
         "admitted even when the others have filled PCFJ_MAX_PENDING_REQUESTS (up to an eighth more).",
     )
     max_reward_calls_per_request: int = Field(
-        168,
+        1024,
         ge=1,
-        description="Backend calls of all the groups of one reward request together (8 groups at "
-        "PCFJ_MAX_CALLS_PER_REQUEST each), retries included; each group also stays within PCFJ_MAX_CALLS_PER_REQUEST.",
+        description="Backend calls of all the groups of one reward request together, retries included; each group "
+        "also stays within PCFJ_MAX_CALLS_PER_REQUEST. At the default k a group costs at most 2 calls a sample "
+        "(3 responses: 6 orders), so 2 × PCFJ_MAX_SAMPLES_PER_REQUEST (512) admits any request of whole groups: "
+        "32 prompts × 8 samples plan 224.",
     )
     max_samples_per_request: int = Field(
         512, ge=1, description="Samples of one reward request (/v1/reward samples, /get_reward queries)."
@@ -171,9 +185,8 @@ class Settings(BaseSettings):
     reward_group_size: int = Field(
         1,
         ge=1,
-        le=26,
-        description="Members a reward group waits for before it is judged (e.g. GRPO's completions per prompt); "
-        "1: judge what each request holds. Requests may override it.",
+        description="Members a reward group waits for before it is judged (e.g. GRPO's completions per prompt), at "
+        "most PCFJ_MAX_GROUP_SIZE; 1: judge what each request holds. Requests may override it.",
     )
     reward_group_wait_ms: int = Field(
         30_000, ge=0, le=600_000, description="Longest a reward group waits for its members; then judged as it is."
@@ -347,6 +360,11 @@ class Settings(BaseSettings):
     def _check(self) -> Settings:
         if self.min_candidates > self.max_candidates:
             raise ValueError("min_candidates must not exceed max_candidates")
+        if self.reward_group_size > self.max_group_size:
+            raise ValueError(
+                f"PCFJ_REWARD_GROUP_SIZE ({self.reward_group_size}) must not exceed PCFJ_MAX_GROUP_SIZE "
+                f"({self.max_group_size})"
+            )
         if self.openai_base_url and urlsplit(self.openai_base_url).username is not None and self.openai_api_key:
             raise ValueError(
                 "PCFJ_OPENAI_BASE_URL carries user:password and PCFJ_OPENAI_API_KEY (or OPENAI_API_KEY) is set: both "

@@ -49,7 +49,8 @@ async def test_the_sample_limit_is_the_setting_on_every_reward_door(route: str) 
 
 async def test_twelve_groups_at_k21_are_refused_as_one_request_before_any_call(fake: FakeProvider) -> None:
     samples = [{"prompt": f"{PROMPT} ({g})", "response": r} for g in range(12) for r in RESPONSES]
-    async with app_client(provider_settings("openai", fake)) as client:
+    # 168 (the default before issue 36): the total is what refuses 12 groups of 21 calls, none of them over its own cap
+    async with app_client(provider_settings("openai", fake, max_reward_calls_per_request=168)) as client:
         response = await client.post("/v1/reward", json={"samples": samples, "k": 21})
     assert response.status_code == 422, response.text[:300]
     detail = response.json()["detail"]
@@ -61,7 +62,7 @@ async def test_twelve_groups_at_k21_are_refused_as_one_request_before_any_call(f
 
 async def test_hundreds_of_one_sample_groups_are_refused_too(fake: FakeProvider) -> None:
     samples = [{"prompt": f"Prompt {i}?", "response": "Yes."} for i in range(300)]
-    async with app_client(provider_settings("openai", fake)) as client:
+    async with app_client(provider_settings("openai", fake, max_reward_calls_per_request=168)) as client:
         response = await client.post("/v1/reward", json={"samples": samples})
         adapter = await client.post(
             "/get_reward",

@@ -124,7 +124,7 @@ async def test_quota_fails_open_when_redis_is_down(redis_server: RedisServer) ->
 
 
 async def test_call_cap_names_the_cap_and_the_need_before_any_call() -> None:
-    async with app_with_services(Settings()) as (client, services):
+    async with app_with_services(Settings(max_calls_per_request=64)) as (client, services):
         body = {**BODY, "candidates": list("abcdefgh"), "k": 64, "executions": 5, "cache": "bypass"}
         big = await client.post("/judge/listwise", json=body)
         assert big.status_code == 422 and big.json()["error"] == "over_limit"

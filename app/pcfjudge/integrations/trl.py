@@ -9,7 +9,9 @@ TRL calls ``reward_func(prompts=, completions=, completion_ids=, **reward_kwargs
 a list, ``trainer_state``, ``log_extra`` and ``log_metric``; a ``None`` becomes NaN (no reward), not 0. This callable
 posts the batch to ``/v1/reward`` grouped by prompt (``groups_per_request`` groups a request, at most
 ``max_concurrency`` requests in flight), retries 429/503 honouring Retry-After, and returns ``None`` for each sample
-whose judgment failed. It is synchronous, as TRL runs plain callables in its training thread; ``acall`` is the same
+whose judgment failed transiently (logged as a WARNING and counted in ``failures``: ``failed_requests``,
+``dropped_rewards``); a request the service refuses as a client error (4xx: a bad option, a limit) raises
+``RewardRequestRefused`` with the service's detail. It is synchronous, as TRL runs plain callables in its training thread; ``acall`` is the same
 as a coroutine function for TRL's async path (``reward_funcs=[judge.acall]``). TRL logs a reward under its
 ``__name__`` (``rewards/<name>/mean``): both are named ``name`` (default ``pcfjudge``), not ``acall``. Instances
 pickle (no client is kept).
@@ -29,13 +31,15 @@ from pcfjudge.integrations.batches import Chunk, Result, apost_chunks, chunk_gro
 from pcfjudge.integrations.service import (
     DEFAULT_RETRY,
     DEFAULT_TIMEOUT_S,
+    Failures,
+    RewardRequestRefused,
     RewardService,
     aclose_clients,
     reference_text,
 )
 from pcfjudge.reward.text import chat_text, content_text
 
-__all__ = ["PCFJudgeReward", "aclose_clients"]
+__all__ = ["Failures", "PCFJudgeReward", "RewardRequestRefused", "aclose_clients"]
 
 Rewards = list[float | None]
 
@@ -66,11 +70,13 @@ class PCFJudgeReward:
         self.reference_column = reference_column
         self.groups_per_request = max(1, groups_per_request)
         self.max_concurrency = max(1, max_concurrency)
+        self.failures = Failures()  # what this reward function could not reward (failed requests, dropped rewards)
         self.__name__ = name  # TRL names the reward's logged columns after it
 
     def __call__(self, prompts: Sequence[Any], completions: Sequence[Any], **kwargs: Any) -> Rewards:
         chunks = self.chunks(prompts, completions, kwargs)
-        return _rewards(kwargs, len(completions), chunks, post_chunks(self.service, chunks, self.max_concurrency))
+        results = post_chunks(self.service, chunks, self.max_concurrency, self.failures)
+        return _rewards(kwargs, len(completions), chunks, results, self.failures)
 
     @property
     def acall(self) -> Callable[..., Coroutine[Any, Any, Rewards]]:
@@ -82,8 +88,8 @@ class PCFJudgeReward:
 
     async def _arewards(self, prompts: Sequence[Any], completions: Sequence[Any], **kwargs: Any) -> Rewards:
         chunks = self.chunks(prompts, completions, kwargs)
-        results = await apost_chunks(self.service, chunks, self.max_concurrency)
-        return _rewards(kwargs, len(completions), chunks, results)
+        results = await apost_chunks(self.service, chunks, self.max_concurrency, self.failures)
+        return _rewards(kwargs, len(completions), chunks, results, self.failures)
 
     async def aclose(self) -> None:
         """Close the HTTP clients ``acall`` opened on the running event loop (e.g. when training ends)."""
@@ -131,10 +137,12 @@ def _completion(completion: Any) -> str:
     return "\n".join(content_text(m.get("content")) for m in completion if isinstance(m, Mapping))
 
 
-def _rewards(kwargs: Mapping[str, Any], n: int, chunks: list[Chunk], results: list[Result]) -> Rewards:
+def _rewards(
+    kwargs: Mapping[str, Any], n: int, chunks: list[Chunk], results: list[Result], failures: Failures
+) -> Rewards:
     """Each row's reward, None where there is none (its group failed, or its request did after the retries)."""
     out: Rewards = [
-        None if o is None or o["reward"] is None else float(o["reward"]) for o in outcomes(n, chunks, results)
+        None if o is None or o["reward"] is None else float(o["reward"]) for o in outcomes(n, chunks, results, failures)
     ]
     log_metric: Callable[[str, float], None] | None = kwargs.get("log_metric")
     if callable(log_metric) and out:

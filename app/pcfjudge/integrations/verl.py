@@ -14,7 +14,10 @@ reference.
 
 The result is ``{"score": reward, "judge_score", "group_size", "pointwise", "order_sensitive"}`` (verl logs the
 extra keys). A sample without a reward (its judgment failed after the retries) raises ``RewardUnavailable``, or
-gives NaN everywhere with ``on_error="nan"``: never a made-up 0. ``reward_kwargs``: url, api_key (default PCFJ_URL,
+gives NaN everywhere with ``on_error="nan"``: never a made-up 0; either way it is logged as a WARNING and counted in
+``pcfjudge.integrations.service.FAILURES``. A request the service refuses as a client error (4xx: a bad option, a
+group over PCFJ_MAX_GROUP_SIZE, a batch over a limit) raises ``RewardRequestRefused`` with the service's detail,
+whatever ``on_error`` says. ``reward_kwargs``: url, api_key (default PCFJ_URL,
 PCFJ_API_KEY), model, k, reward (consensus|borda|win), group_size, group_wait_ms, timeout_s, retries, prompt_key,
 on_error. ``compute_score_batch`` does the same for verl's ``batch`` reward manager (lists in, one dict each out; the
 batch's groups go in a few requests, ``max_concurrency`` at once).
@@ -30,9 +33,26 @@ import httpx
 
 from pcfjudge.client.http import ServiceError
 from pcfjudge.integrations.batches import Chunk, chunk_groups, outcomes, post_chunks
-from pcfjudge.integrations.service import RewardService, RewardUnavailable, aclose_clients, reference_text
+from pcfjudge.integrations.service import (
+    FAILURES,
+    RewardRequestRefused,
+    RewardService,
+    RewardUnavailable,
+    aclose_clients,
+    note_failed_request,
+    note_missing_rewards,
+    reference_text,
+    refusal,
+)
 
-__all__ = ["RewardUnavailable", "aclose_clients", "compute_score", "compute_score_batch"]
+__all__ = [
+    "FAILURES",
+    "RewardRequestRefused",
+    "RewardUnavailable",
+    "aclose_clients",
+    "compute_score",
+    "compute_score_batch",
+]
 
 PROMPT_KEYS = ("question", "prompt", "problem", "query")
 EXTRA_KEYS = ("judge_score", "group_size", "pointwise", "order_sensitive")
@@ -51,8 +71,14 @@ async def compute_score(
     try:
         result = await service.apost([sample])
     except (ServiceError, httpx.HTTPError) as exc:
+        if (refused := refusal(exc)) is not None:
+            raise refused from exc
+        note_failed_request(exc, 1)
         return _failed(str(exc), kwargs)
-    return _score(result["samples"][0], kwargs)
+    out = result["samples"][0]
+    if out.get("reward") is None:
+        note_missing_rewards([str((out.get("error") or {}).get("error", "error"))])
+    return _score(out, kwargs)
 
 
 def compute_score_batch(

@@ -37,9 +37,9 @@ class RewardOptions(Strict):
     group_size: int | None = Field(
         default=None,
         ge=1,
-        le=26,
         description="Members a group waits for (e.g. completions per prompt); a group with fewer in this request "
-        "waits for the rest from other requests. Default PCFJ_REWARD_GROUP_SIZE (1: no waiting).",
+        "waits for the rest from other requests. At most PCFJ_MAX_GROUP_SIZE (default 256; more is a 422). "
+        "Default PCFJ_REWARD_GROUP_SIZE (1: no waiting).",
     )
     group_wait_ms: int | None = Field(
         default=None,

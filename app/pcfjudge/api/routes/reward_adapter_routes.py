@@ -51,7 +51,9 @@ async def query_options(  # async: FastAPI runs a plain def dependency on its th
     model: Annotated[str | None, Query(description="provider:model, or a jury (a PCFJ_JURIES name or a,b,c)")] = None,
     k: Annotated[int | None, Query(ge=1, le=MAX_K, description="permutations per group")] = None,
     reward: Annotated[RewardMode, Query(description="consensus, borda or win")] = "consensus",
-    group_size: Annotated[int | None, Query(ge=1, le=26, description="members a group waits for")] = None,
+    group_size: Annotated[
+        int | None, Query(ge=1, description="members a group waits for, at most PCFJ_MAX_GROUP_SIZE")
+    ] = None,
     group_wait_ms: Annotated[int | None, Query(ge=0, le=600_000, description="longest wait for them")] = None,
     deadline_ms: Annotated[
         int | None, Query(ge=1, le=86_400_000, description="answer by then (default: the trainer's timeout - 10 s)")
