@@ -61,7 +61,8 @@ async def test_metrics_count_requests_calls_and_position_bias(make_client: Clien
     assert delta("pcfjudge_request_duration_seconds_count", endpoint="/judge/listwise") == 2
     assert delta("pcfjudge_backend_calls_total", provider="sim", model="sim:default", outcome="ok") >= 4
     assert delta("pcfjudge_top_pick_position_total", endpoint="/judge/listwise") == pytest.approx(4)
-    assert delta("pcfjudge_decisions_total", endpoint="/judge/listwise", mode="consensus") == 1
+    listwise = {"endpoint": "/judge/listwise", "door": "listwise", "mode": "now"}
+    assert delta("pcfjudge_decisions_total", **listwise, method="consensus") == 1
     assert delta("pcfjudge_decisions_total", endpoint="/judge/pairwise") == 1
     assert delta("pcfjudge_run_agreement_count") == 1
     assert delta("pcfjudge_cache_lookups_total", layer="memory") >= 4

@@ -1,4 +1,4 @@
-"""FastAPI dependencies: the ``Services`` built in the lifespan."""
+"""FastAPI dependencies: the ``Services`` built in the lifespan; ``door``: how a route's judgments are labelled."""
 
 from __future__ import annotations
 
@@ -6,7 +6,9 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
+from pcfjudge.api.jobs.loopback import JOB_SCOPE
 from pcfjudge.services import Services
+from pcfjudge.telemetry.metrics import Door, DoorName, Mode
 
 
 def services_of(request: Request) -> Services:
@@ -23,3 +25,12 @@ async def get_services(request: Request) -> Services:
 
 
 ServicesDep = Annotated[Services, Depends(get_services)]
+
+
+def door(request: Request, name: DoorName, streaming: bool = False) -> Door:
+    """The ``Door`` this request's judgments are recorded under: its route template, the door ``name``, and its
+    mode: ``job`` for a job's own request (run through the app by ``api.jobs.loopback``), ``stream`` when it answers
+    with server-sent events, else ``now``."""
+    endpoint = getattr(request.scope.get("route"), "path", None)
+    mode: Mode = "job" if JOB_SCOPE in request.scope else "stream" if streaming else "now"
+    return Door(endpoint if isinstance(endpoint, str) else "unmatched", name, mode)

@@ -1,9 +1,12 @@
 """What each judging decision tells the metrics (position bias, overturns, agreement, keyed passes, cost), and
-``judged``: the one place a front door awaits a judgment, so a failure is counted for its endpoint (``api.error_handlers``
-answers it with its 502/503/504)."""
+``judged``: the one place a front door awaits a judgment, so its time and any failure are counted for its door
+(``api.error_handlers`` answers a failure with its 502/503/504). Every record names the judgment's ``Door``: its
+route template, its door (listwise, pairwise, rerank, reward) and mode (now, stream, job); ``api.deps.door`` makes it
+from the request. A reward group is a listwise judgment recorded under door reward (``listwise_watch``)."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable
 from typing import TypeVar
 
@@ -12,32 +15,35 @@ from pcfjudge.engine.listwise_runs import ListwiseResult
 from pcfjudge.engine.pairwise_passes import PairwiseResult
 from pcfjudge.judging.consensus import top_set
 from pcfjudge.judging.jury import JuryReport
+from pcfjudge.reward.scoring import Watch
 from pcfjudge.telemetry import metrics as m
-from pcfjudge.telemetry.metrics import Metrics
+from pcfjudge.telemetry import tracing
+from pcfjudge.telemetry.metrics import Door, Metrics
 
 R = TypeVar("R")
 
 
-def record_jury(report: JuryReport | None, metrics: Metrics, model: str, cost_usd: float | None) -> None:
+def record_jury(report: JuryReport | None, metrics: Metrics, model: str, cost_usd: float | None, door: Door) -> None:
     """The cost by model (a jury's by juror), each juror's outcome and the jury's agreement."""
     if report is None:
-        metrics.cost(model, cost_usd)
+        metrics.cost(model, cost_usd, door)
         return
     stats = {"kendalls_w": report.kendalls_w, "fleiss_kappa": report.fleiss_kappa}
     m.jury(
         metrics,
         ((j.model, j.delivered, j.cost_usd) for j in report.jurors),
         {k: v for k, v in stats.items() if v is not None},
+        door,
     )
 
 
-def record_listwise(result: ListwiseResult, metrics: Metrics) -> None:
-    """Position bias, overturns, agreement, margin and cost of one listwise decision."""
-    record_jury(result.jury, metrics, result.model, result.cost_usd)
-    endpoint = "/judge/listwise"
-    m.child(m.DECISIONS, endpoint, result.mode).inc()
+def record_listwise(result: ListwiseResult, metrics: Metrics, door: Door) -> None:
+    """Position bias, overturns, agreement, margin and cost of one listwise decision (of any door but pairwise)."""
+    record_jury(result.jury, metrics, result.model, result.cost_usd, door)
+    labels = (door.endpoint, door.name, door.mode)
+    m.child(m.DECISIONS, *labels, result.mode).inc()
     if result.degraded:
-        m.child(m.DEGRADED, endpoint).inc()
+        m.child(m.DEGRADED, *labels).inc()
     if result.stopped is not None:
         m.child(m.STOPS, result.stopped).inc()
     if result.windows is not None:
@@ -54,27 +60,27 @@ def record_listwise(result: ListwiseResult, metrics: Metrics) -> None:
             if run.model is not None:
                 m.juror_top_pick(metrics, run.model, position, 1 / len(tops))
     for position, share in picks.items():
-        m.child(m.TOP_PICKS, endpoint, str(position)).inc(share)
+        m.child(m.TOP_PICKS, *labels, str(position)).inc(share)
     if result.mode != "consensus":
         return
     if result.direct_winners is not None and set(result.direct_winners) != set(result.consensus.winners):
-        m.child(m.OVERTURNS, endpoint).inc()
-    m.AGREEMENT.observe(result.agreement)
+        m.child(m.OVERTURNS, *labels).inc()
+    m.child(m.AGREEMENT, door.name, door.mode).observe(result.agreement)
     values = sorted((c.consensus for c in result.consensus.candidates.values()), reverse=True)
     if len(values) > 1:
-        m.MARGIN.observe(values[0] - values[1])
+        m.child(m.MARGIN, door.name, door.mode).observe(values[0] - values[1])
 
 
-def record_pairwise(result: PairwiseResult, metrics: Metrics) -> None:
+def record_pairwise(result: PairwiseResult, metrics: Metrics, door: Door) -> None:
     """Order consistency, keyed passes, overrides and cost of one pairwise decision."""
-    record_jury(result.jury, metrics, result.model, result.cost_usd)
-    endpoint = "/judge/pairwise"
-    m.DECISIONS.labels(endpoint, "apoc").inc()
+    record_jury(result.jury, metrics, result.model, result.cost_usd, door)
+    labels = (door.endpoint, door.name, door.mode)
+    m.child(m.DECISIONS, *labels, "apoc").inc()
     if result.degraded:
-        m.DEGRADED.labels(endpoint).inc()
+        m.child(m.DEGRADED, *labels).inc()
     for p in result.passes:
         if p.name != "keyed" and p.raw_verdict in ("A", "B"):
-            m.TOP_PICKS.labels(endpoint, "0" if p.raw_verdict == "A" else "1").inc()
+            m.child(m.TOP_PICKS, *labels, "0" if p.raw_verdict == "A" else "1").inc()
             if p.model is not None:
                 m.juror_top_pick(metrics, p.model, 0 if p.raw_verdict == "A" else 1)
     decision, plan = result.decision, result.keyed_plan
@@ -88,10 +94,26 @@ def record_pairwise(result: PairwiseResult, metrics: Metrics) -> None:
         m.OVERRIDES.inc()
 
 
-async def judged(endpoint: str, judgment: Awaitable[R]) -> R:
-    """Await a judgment; a ``JudgingFailed`` is counted for ``endpoint`` and raised on (``api.error_handlers`` answers it)."""
+async def judged(door: Door, judgment: Awaitable[R]) -> R:
+    """Await a judgment, timed for ``door``; a ``JudgingFailed`` is counted for it and raised on
+    (``api.error_handlers`` answers it)."""
+    started = time.perf_counter()
     try:
-        return await judgment
+        result = await judgment
     except JudgingFailed as exc:
-        m.FAILED.labels(endpoint, exc.kind).inc()
+        m.child(m.FAILED, door.endpoint, door.name, door.mode, exc.kind).inc()
         raise
+    m.child(m.JUDGMENT_SECONDS, door.name, door.mode).observe(time.perf_counter() - started, tracing.exemplar())
+    return result
+
+
+def listwise_watch(metrics: Metrics, door: Door) -> Watch:
+    """What a door below the routes (a reward group, ``reward.scoring``) awaits its listwise judgment through:
+    ``judged`` and ``record_listwise`` for ``door``."""
+
+    async def watch(judgment: Awaitable[ListwiseResult]) -> ListwiseResult:
+        result = await judged(door, judgment)
+        record_listwise(result, metrics, door)
+        return result
+
+    return watch

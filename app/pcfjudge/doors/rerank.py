@@ -31,7 +31,7 @@ from pcfjudge.judging.window_rounds import WindowOptions
 from pcfjudge.schemas.listwise_schema import ListwiseResponse
 from pcfjudge.schemas.rerank_schema import RerankOptions
 from pcfjudge.settings import Settings
-from pcfjudge.telemetry.metrics import Metrics
+from pcfjudge.telemetry.metrics import Door, Metrics
 
 CHARS_PER_TOKEN = 4  # max_tokens_per_doc without a tokenizer for every judge model: a documented approximation
 
@@ -150,11 +150,12 @@ def build_task(
 
 
 async def rerank(
-    judge: Judge, metrics: Metrics, request_id: str, plan: Plan[ListwiseTask], include_runs: bool, endpoint: str
+    judge: Judge, metrics: Metrics, request_id: str, plan: Plan[ListwiseTask], include_runs: bool, door: Door
 ) -> Ranked:
-    """Judge the (checked) plan: the documents best first, with the full listwise detail."""
-    result = await judged(endpoint, judge.run(plan))
-    record_listwise(result, metrics)
+    """Judge the (checked) plan: the documents best first, with the full listwise detail (its metrics under
+    ``door``)."""
+    result = await judged(door, judge.run(plan))
+    record_listwise(result, metrics, door)
     detail = to_response(result, request_id, include_runs)
     if len(plan.task.ids) == 1:  # pointwise, as a reward group of one: the judge's own score, clipped to 0–100
         only = detail.candidates[0]

@@ -15,7 +15,7 @@ from typing import Protocol
 
 from pcfjudge.engine.judge import Judge
 from pcfjudge.reward.collector import JudgeFn, LocalCollector
-from pcfjudge.reward.scoring import GroupSpec, GroupVerdict, judge_group
+from pcfjudge.reward.scoring import GroupSpec, GroupVerdict, Watch, judge_group
 from pcfjudge.settings import Settings
 
 
@@ -77,12 +77,15 @@ class Rewards:
         )
         return cls(settings, judge, local, shared)
 
-    async def judge_groups(self, groups: Sequence[GroupRequest], *, size: int, wait_s: float) -> list[GroupVerdict]:
-        """Every group's verdict, in order (groups are judged and collected concurrently)."""
-        return list(await asyncio.gather(*(self._group(g, size, wait_s) for g in groups)))
+    async def judge_groups(
+        self, groups: Sequence[GroupRequest], *, size: int, wait_s: float, watch: Watch | None = None
+    ) -> list[GroupVerdict]:
+        """Every group's verdict, in order (groups are judged and collected concurrently); the groups this request
+        judges are awaited through ``watch`` (its door's metrics, ``scoring.Watch``)."""
+        return list(await asyncio.gather(*(self._group(g, size, wait_s, watch) for g in groups)))
 
-    async def _group(self, group: GroupRequest, size: int, wait_s: float) -> GroupVerdict:
-        judge: JudgeFn = partial(judge_group, self.judge, group.spec)
+    async def _group(self, group: GroupRequest, size: int, wait_s: float, watch: Watch | None) -> GroupVerdict:
+        judge: JudgeFn = partial(judge_group, self.judge, group.spec, watch=watch)
         if len(group.texts) >= size:
             return await judge(group.texts)
         collector = self.shared or self.local

@@ -15,6 +15,10 @@ judged in rounds of windows fitted onto one scale (``engine.window_runs``): ever
 matters), ``k`` counting rounds (default PCFJ_WINDOW_ROUNDS); the Borda share and top vote are then each candidate's
 means over its windows, and the consensus the fitted one (clipped to 0–1 as a reward, as always).
 A failed judgment gives every member of the group a ``Failure`` and no reward: never a made-up number.
+
+A group's judgment is awaited through the ``Watch`` its request's door gives (``doors.decisions.listwise_watch``: the
+judgment's metrics, under door reward); a group collected across requests is judged once, through the watch of the
+request whose judging function the collector kept (the group's first).
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
 
@@ -37,6 +41,8 @@ from pcfjudge.settings import Settings
 
 RewardMode = Literal["consensus", "borda", "win"]
 Scoring = Literal["group", "pointwise"]
+Watch = Callable[[Awaitable[ListwiseResult]], Awaitable[ListwiseResult]]
+"""Awaits a group's listwise judgment for its door (timing, failures, the decision's metrics) and returns it."""
 
 
 def digest(text: str) -> str:
@@ -145,14 +151,14 @@ class GroupVerdict:
         return cls(data["model"], outcomes, GroupUsage(**data["usage"]))
 
 
-async def judge_group(judge: Judge, spec: GroupSpec, texts: Sequence[str]) -> GroupVerdict:
+async def judge_group(judge: Judge, spec: GroupSpec, texts: Sequence[str], watch: Watch | None = None) -> GroupVerdict:
     """Judge the members' responses (duplicates allowed) as one group: past one window (PCFJ_MAX_CANDIDATES), in
     rounds of windows fitted onto one scale (``engine.window_runs``), so rewards compare across the whole group."""
     counts = Counter(texts)
     # Canonical candidate order: a group judged in any arrival order is the same task (same runs, cache keys and
     # rewards), and the order carries no information about the responses (digests, not texts, decide it).
     unique = sorted(counts, key=digest)
-    outcomes, usage = await _judge_unique(judge, spec, unique, counts)
+    outcomes, usage = await _judge_unique(judge, spec, unique, counts, watch)
     return GroupVerdict(spec.model, outcomes, usage)
 
 
@@ -164,7 +170,7 @@ def group_k(settings: Settings, k: int | None, distinct: int) -> int:
 
 
 async def _judge_unique(
-    judge: Judge, spec: GroupSpec, texts: list[str], counts: Counter[str]
+    judge: Judge, spec: GroupSpec, texts: list[str], counts: Counter[str], watch: Watch | None
 ) -> tuple[dict[str, MemberOutcome], GroupUsage]:
     n = len(texts)
     k = group_k(judge.settings, spec.k, n)
@@ -182,7 +188,8 @@ async def _judge_unique(
         spec.prompt, ids, texts, k=k, model=spec.model, reference=spec.reference, style=style, windows=windows
     )
     try:
-        result = await judge.listwise(task)
+        judgment = judge.listwise(task)
+        result = await (judgment if watch is None else watch(judgment))
     except (JudgingFailed, Refusal) as exc:
         failure = Failure(exc.status, exc.kind, exc.detail, exc.retry_after)
         return {digest(t): replace(base, failure=failure) for t in texts}, GroupUsage()

@@ -1,7 +1,8 @@
 """Prometheus metrics: service health, backend calls, cache, and the judge's own order bias.
 
 Defined once at module level with bounded labels: route templates (never raw paths), provider, a model label taken
-from configuration (any other model is "other"), outcome. Under ``pcfjudge serve --workers N`` the CLI prepares
+from configuration (any other model is "other"), outcome. Every judgment's metrics also carry its ``door`` (listwise,
+pairwise, rerank, reward: ``DOORS``) and ``mode`` (now, stream, job: ``MODES``), named together in a ``Door``. Under ``pcfjudge serve --workers N`` the CLI prepares
 ``PROMETHEUS_MULTIPROC_DIR`` before any worker starts; ``render()`` then aggregates every worker's files, and each
 worker's start removes the files of workers that have died.
 """
@@ -11,8 +12,9 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -39,6 +41,25 @@ LLM_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300)
 SHARE_BUCKETS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
 MARGIN_BUCKETS = (0.5, 1, 2, 5, 10, 20, 40, 100)
 
+DoorName = Literal["listwise", "pairwise", "rerank", "reward"]
+Mode = Literal["now", "stream", "job"]
+DOORS: tuple[DoorName, ...] = ("listwise", "pairwise", "rerank", "reward")
+MODES: tuple[Mode, ...] = ("now", "stream", "job")
+
+
+@dataclass(frozen=True, slots=True)
+class Door:
+    """Where a judgment came in, as its metrics label it: the route template (``endpoint``), the door (``name``:
+    listwise, pairwise, rerank or reward, whatever the route's wire shape) and how it is answered (``mode``: ``now``,
+    ``stream`` for server-sent events, ``job`` for a job's own request run through the app)."""
+
+    endpoint: str
+    name: DoorName
+    mode: Mode = "now"
+
+
+DOOR = ["door", "mode"]
+
 REQUESTS = Counter("pcfjudge_requests_total", "HTTP requests by route template and status", ["endpoint", "status"])
 REQUEST_SECONDS = Histogram(
     "pcfjudge_request_duration_seconds", "HTTP request latency", ["endpoint"], buckets=LLM_BUCKETS
@@ -57,7 +78,11 @@ BACKEND_SECONDS = Histogram(
 )
 RETRIES = Counter("pcfjudge_backend_retries_total", "Backend call retries by reason", ["provider", "model", "reason"])
 TOKENS = Counter("pcfjudge_tokens_total", "Tokens used by kind (input, output, cached)", ["provider", "model", "kind"])
-COST = Counter("pcfjudge_cost_usd_total", "Spend in USD from the configured price table", ["provider", "model"])
+COST = Counter(
+    "pcfjudge_cost_usd_total",
+    "Spend in USD from the configured price table, by the judgments' door and mode",
+    ["provider", "model", *DOOR],
+)
 CACHE_LOOKUPS = Counter("pcfjudge_cache_lookups_total", "Cache lookups by layer and result", ["layer", "result"])
 SINGLE_FLIGHT = Counter("pcfjudge_single_flight_waits_total", "Calls that waited for an identical call in flight")
 BREAKER = Gauge(
@@ -68,7 +93,7 @@ BREAKER = Gauge(
 TOP_PICKS = Counter(
     "pcfjudge_top_pick_position_total",
     "Runs' top picks by displayed position (0 = shown first); an unbiased judge is flat across positions",
-    ["endpoint", "position"],
+    ["endpoint", *DOOR, "position"],
 )
 JUROR_TOP_PICKS = Counter(
     "pcfjudge_juror_top_pick_position_total",
@@ -83,19 +108,32 @@ JUROR_OUTCOMES = Counter(
 JURY_AGREEMENT = Histogram(
     "pcfjudge_jury_agreement",
     "A jury's agreement: Kendall's W of its jurors' rankings (listwise) or Fleiss' kappa of their verdicts (pairwise)",
-    ["statistic"],
+    ["statistic", *DOOR],
     buckets=(-0.5, 0.0, 0.2, 0.4, 0.6, 0.8, 0.9, 1.0),
 )
-DECISIONS = Counter("pcfjudge_decisions_total", "Judging decisions by endpoint and mode", ["endpoint", "mode"])
+DECISIONS = Counter(
+    "pcfjudge_decisions_total",
+    "Judging decisions by endpoint, door, mode (now, stream, job) and method (consensus, direct, repeated_canonical, "
+    "apoc)",
+    ["endpoint", *DOOR, "method"],
+)
 OVERTURNS = Counter(
     "pcfjudge_consensus_overturns_total",
     "Decisions whose consensus winner differs from the direct verdict",
-    ["endpoint"],
+    ["endpoint", *DOOR],
 )
 AGREEMENT = Histogram(
-    "pcfjudge_run_agreement", "Share of runs whose top pick is a consensus winner", buckets=SHARE_BUCKETS
+    "pcfjudge_run_agreement", "Share of runs whose top pick is a consensus winner", DOOR, buckets=SHARE_BUCKETS
 )
-MARGIN = Histogram("pcfjudge_consensus_margin", "Consensus points between winner and runner-up", buckets=MARGIN_BUCKETS)
+MARGIN = Histogram(
+    "pcfjudge_consensus_margin", "Consensus points between winner and runner-up", DOOR, buckets=MARGIN_BUCKETS
+)
+JUDGMENT_SECONDS = Histogram(
+    "pcfjudge_judgment_duration_seconds",
+    "Time to a judgment (delivered, partial included; failures are pcfjudge_failed_requests_total) by door and mode",
+    DOOR,
+    buckets=LLM_BUCKETS,
+)
 STOPS = Counter(
     "pcfjudge_listwise_stops_total",
     'Listwise requests with "k": "auto" or a budget, by why their runs stopped (certified, confident, k_max, budget)',
@@ -118,8 +156,12 @@ KEYED = Counter(
     "pcfjudge_keyed_passes_total", "Keyed passes by outcome (run, skipped_estimation, skipped_disabled)", ["outcome"]
 )
 OVERRIDES = Counter("pcfjudge_pairwise_overrides_total", "Order-based overrides accepted after keyed confirmation")
-FAILED = Counter("pcfjudge_failed_requests_total", "Judging requests that failed (5xx)", ["endpoint", "reason"])
-DEGRADED = Counter("pcfjudge_degraded_requests_total", "Judging requests answered with failed runs", ["endpoint"])
+FAILED = Counter(
+    "pcfjudge_failed_requests_total",
+    "Judgments that failed (a 5xx for the request; a reward group's samples get none)",
+    ["endpoint", *DOOR, "reason"],
+)
+DEGRADED = Counter("pcfjudge_degraded_requests_total", "Judgments answered with failed runs", ["endpoint", *DOOR])
 REWARD_GROUPS = Counter(
     "pcfjudge_reward_groups_total",
     "Collected reward groups by how they closed (full, timeout, takeover) or fell back to in-process (fallback)",
@@ -218,19 +260,24 @@ class Metrics:
         BREAKER.set(_BREAKER_VALUES.get(state, 1.0))
 
     # Route-level recording
-    def cost(self, model: str, usd: float | None) -> None:
-        """Add a request's cost to its provider's and model's counter (``model`` is a provider:model string)."""
+    def cost(self, model: str, usd: float | None, door: Door) -> None:
+        """Add a judgment's cost to its provider's, model's, door's and mode's counter (``model``: provider:model)."""
         if usd:
-            child(COST, model.partition(":")[0], self.model_label(model)).inc(usd)
+            child(COST, model.partition(":")[0], self.model_label(model), door.name, door.mode).inc(usd)
 
 
-def jury(metrics: Metrics, jurors: Iterable[tuple[str, bool, float | None]], agreement: Mapping[str, float]) -> None:
+def jury(
+    metrics: Metrics,
+    jurors: Iterable[tuple[str, bool, float | None]],
+    agreement: Mapping[str, float],
+    door: Door,
+) -> None:
     """Each juror's (model, delivered, cost) and the jury's agreement statistics (kendalls_w, fleiss_kappa)."""
     for model, delivered, usd in jurors:
         child(JUROR_OUTCOMES, metrics.model_label(model), "delivered" if delivered else "failed").inc()
-        metrics.cost(model, usd)
+        metrics.cost(model, usd, door)
     for statistic, value in agreement.items():
-        child(JURY_AGREEMENT, statistic).observe(value)
+        child(JURY_AGREEMENT, statistic, door.name, door.mode).observe(value)
 
 
 def juror_top_pick(metrics: Metrics, model: str, position: int, share: float = 1.0) -> None:

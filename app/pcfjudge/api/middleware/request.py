@@ -4,7 +4,9 @@ on errors.
 * ``X-Request-ID``: the client's (printable, at most 64 characters) or a new one; in every response and log line;
 * an exception nothing else handled becomes a JSON 500 carrying the request id (body and header) and exactly one
   log line; it never reaches the server, so the keep-alive connection stays usable;
-* Prometheus: requests and latency by route template and status, requests by API key name, in-flight gauge;
+* Prometheus: requests and latency by route template and status (``static`` for the playground, the API docs and
+  their packaged files: ``api.routes.playground_routes`` marks them with ``ROUTE_LABEL``), requests by API key name,
+  in-flight gauge;
 * with tracing on (``telemetry.tracing``): the request's SERVER span, continuing the caller's ``traceparent``; its
   trace id in ``X-Trace-Id``, in the access log line and as the latency histogram's exemplar.
 
@@ -35,6 +37,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("pcfjudge")
 JUDGE_ROUTES = ("/judge/listwise", "/judge/pairwise")
+ROUTE_LABEL = "pcfjudge.route_label"
+"""A scope key: the route label of a request served by what set it (a bounded string), in place of its template."""
+STATIC_ROUTE = "static"
 _CLIENT_ID = re.compile(r"[\x21-\x7e]{1,64}")
 
 
@@ -48,7 +53,11 @@ def request_id(scope: Scope) -> str:
 
 
 def route_template(scope: Scope) -> str:
-    """The matched route's path template (bounded), never the raw path."""
+    """The label its server gave the request (``ROUTE_LABEL``), else the matched route's path template (bounded),
+    never the raw path; "unmatched" when no route matched."""
+    label = scope.get(ROUTE_LABEL)
+    if isinstance(label, str):
+        return label
     path: object = getattr(scope.get("route"), "path", None)
     return path if isinstance(path, str) else "unmatched"
 

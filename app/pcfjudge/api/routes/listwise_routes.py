@@ -9,7 +9,7 @@ import orjson
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
-from pcfjudge.api.deps import services_of
+from pcfjudge.api.deps import door, services_of
 from pcfjudge.api.error_handlers import ERROR_RESPONSES, STREAM_RESPONSE
 from pcfjudge.api.streaming import stream
 from pcfjudge.doors.anytime import answer_deadline
@@ -31,8 +31,8 @@ async def judge_listwise_route(body: ListwiseRequest, request: Request) -> Respo
     plan = build_plan(body, services.settings, services.judge)  # checked here, before any answer
 
     async def judgment() -> dict[str, Any]:
-        result = await judged("/judge/listwise", services.judge.run(plan))
-        record_listwise(result, services.metrics)
+        result = await judged(at := door(request, "listwise", body.stream), services.judge.run(plan))
+        record_listwise(result, services.metrics, at)
         return response_data(result, request.state.request_id, body.include_runs)
 
     if body.stream:

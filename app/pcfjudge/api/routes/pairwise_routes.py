@@ -7,7 +7,7 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 
-from pcfjudge.api.deps import ServicesDep
+from pcfjudge.api.deps import ServicesDep, door
 from pcfjudge.api.error_handlers import ERROR_RESPONSES, STREAM_RESPONSE
 from pcfjudge.api.streaming import stream
 from pcfjudge.doors.anytime import answer_deadline
@@ -33,8 +33,8 @@ async def judge_pairwise_route(body: PairwiseRequest, request: Request, services
     plan = build_plan(body, services.settings, services.judge)  # checked here, before any answer
 
     async def judgment() -> PairwiseResponse:
-        result = await judged("/judge/pairwise", services.judge.run(plan))
-        record_pairwise(result, services.metrics)
+        result = await judged(at := door(request, "pairwise", body.stream), services.judge.run(plan))
+        record_pairwise(result, services.metrics, at)
         return to_response(result, request.state.request_id, body.include_runs)
 
     if body.stream:

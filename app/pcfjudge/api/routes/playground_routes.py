@@ -4,6 +4,10 @@
 The page and its script live in ``pcfjudge/static/`` (mounted at ``/static``); Swagger UI and ReDoc come from the copies
 the ``fastapi-offline`` package ships (mounted at ``/static/vendor``). Nothing is loaded from a CDN, so the page and
 the docs work on an air-gapped network. None of these routes is part of the OpenAPI document.
+
+The metrics and the access log label the page, the docs (``/docs``, ``/redoc``, ``/openapi.json``) and every packaged
+file ``static`` (``api.middleware.request.ROUTE_LABEL``), apart from the judging routes and from unmatched paths;
+``/playground/models``, an API route, keeps its own label.
 """
 
 from __future__ import annotations
@@ -11,13 +15,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from fastapi import APIRouter, FastAPI, Request
+from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html, get_swagger_ui_oauth2_redirect_html
 from fastapi.responses import FileResponse, HTMLResponse
 from fastapi.staticfiles import StaticFiles
+from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from pcfjudge.api.deps import ServicesDep
 from pcfjudge.api.examples import add_examples
+from pcfjudge.api.middleware.request import ROUTE_LABEL, STATIC_ROUTE
 from pcfjudge.errors import ApiError
 
 PAGE_DIR = Path(__file__).resolve().parents[2] / "static"  # package data: pcfjudge/static/
@@ -47,15 +54,35 @@ DOCS_HEADERS = {
 router = APIRouter(include_in_schema=False)
 
 
+def static(app: ASGIApp) -> ASGIApp:
+    """``app``, its requests labelled ``static`` in the metrics and the access log."""
+
+    async def labelled(scope: Scope, receive: Receive, send: Send) -> None:
+        scope[ROUTE_LABEL] = STATIC_ROUTE
+        await app(scope, receive, send)
+
+    return labelled
+
+
+async def _static_page(request: Request) -> None:  # async: no thread-pool hop
+    request.scope[ROUTE_LABEL] = STATIC_ROUTE
+
+
+PAGE = [Depends(_static_page)]  # a page route's dependencies: labelled ``static``
+
+
 def install(app: FastAPI) -> None:
     """Mount the packaged assets and add ``/``, ``/docs``, ``/docs/oauth2-redirect`` and ``/redoc``; give the OpenAPI
     document working request examples (``pcfjudge.api.examples``), which "Try it out" in ``/docs`` sends.
 
     Build the app with ``docs_url=None, redoc_url=None`` so FastAPI's CDN-backed pages are not registered as well.
     """
-    app.mount(VENDOR, StaticFiles(packages=[("fastapi_offline", "static")]), name="vendor")
-    app.mount(STATIC, StaticFiles(directory=PAGE_DIR), name="static")
+    app.mount(VENDOR, static(StaticFiles(packages=[("fastapi_offline", "static")])), name="vendor")
+    app.mount(STATIC, static(StaticFiles(directory=PAGE_DIR)), name="static")
     app.include_router(router)
+    for route in app.routes:  # FastAPI's own /openapi.json (a plain Starlette route: no template in the scope)
+        if type(route) is Route and route.path == app.openapi_url:
+            route.app = static(route.app)
     build = app.openapi
 
     def openapi() -> dict[str, Any]:
@@ -77,7 +104,7 @@ def _openapi_url(request: Request) -> str:
     return f"{_root(request)}{url}"
 
 
-@router.get("/")
+@router.get("/", dependencies=PAGE)
 async def playground() -> FileResponse:
     """The playground page: judge candidates and see the consensus, the per-run heat map and the direct verdict."""
     return FileResponse(PAGE_DIR / "index.html", media_type="text/html; charset=utf-8", headers=PAGE_HEADERS)
@@ -91,7 +118,7 @@ async def playground_models(services: ServicesDep) -> dict[str, Any]:
     return {"juries": juries}
 
 
-@router.get("/docs")
+@router.get("/docs", dependencies=PAGE)
 async def swagger_ui(request: Request) -> HTMLResponse:
     root = _root(request)
     page = get_swagger_ui_html(
@@ -107,12 +134,12 @@ async def swagger_ui(request: Request) -> HTMLResponse:
     return page
 
 
-@router.get(OAUTH2_REDIRECT)
+@router.get(OAUTH2_REDIRECT, dependencies=PAGE)
 async def swagger_ui_redirect() -> HTMLResponse:
     return get_swagger_ui_oauth2_redirect_html()
 
 
-@router.get("/redoc")
+@router.get("/redoc", dependencies=PAGE)
 async def redoc(request: Request) -> HTMLResponse:
     root = _root(request)
     page = get_redoc_html(

@@ -20,7 +20,7 @@ from fastapi.routing import APIRoute
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from pcfjudge._version import __version__
-from pcfjudge.api.deps import ServicesDep
+from pcfjudge.api.deps import ServicesDep, door
 from pcfjudge.api.error_handlers import ERROR_RESPONSES, STREAM_RESPONSE, as_api_error
 from pcfjudge.api.streaming import stream
 from pcfjudge.doors.anytime import answer_deadline
@@ -151,8 +151,9 @@ async def tei_rerank(body: TeiRerankRequest, request: Request, services: Service
     deadline = _deadline(services, body.pcfjudge, request)
     plan = services.judge.checked(build_task(s, query, texts, body.pcfjudge, model, "texts"))
     include_runs = body.pcfjudge is not None and body.pcfjudge.include_runs
+    at = door(request, "rerank")  # TEI's rerank never streams
     with progress.anytime(deadline):
-        ranked = await rerank(services.judge, services.metrics, request.state.request_id, plan, include_runs, "/rerank")
+        ranked = await rerank(services.judge, services.metrics, request.state.request_id, plan, include_runs, at)
     stats = {int(c.id): c for c in ranked.detail.candidates}
     ranks = [
         TeiRank(
@@ -205,7 +206,8 @@ async def _cohere_payload(
 ) -> dict[str, Any]:
     """The Cohere-shaped answer for the judged documents (``pcfjudge``: the full consensus, when asked)."""
     include_runs = body.pcfjudge is not None and body.pcfjudge.include_runs
-    ranked = await rerank(services.judge, services.metrics, request.state.request_id, plan, include_runs, endpoint)
+    at = door(request, "rerank", body.pcfjudge is not None and body.pcfjudge.stream)
+    ranked = await rerank(services.judge, services.metrics, request.state.request_id, plan, include_runs, at)
     usage = ranked.detail.usage
     tokens = {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens}
     results = []

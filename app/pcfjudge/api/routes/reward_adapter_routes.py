@@ -18,13 +18,15 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query, Request
 
-from pcfjudge.api.deps import ServicesDep
+from pcfjudge.api.deps import ServicesDep, door
 from pcfjudge.api.error_handlers import ERROR_RESPONSES
 from pcfjudge.doors.anytime import answer_deadline
+from pcfjudge.doors.decisions import listwise_watch
 from pcfjudge.doors.reward_plan import Item, check_samples, failure_error, judge_plan, plan
 from pcfjudge.engine import progress
 from pcfjudge.engine.progress import AnswerBy
 from pcfjudge.errors import client_error
+from pcfjudge.reward.scoring import Watch
 from pcfjudge.reward.text import chat_text, strip_end_tokens
 from pcfjudge.schemas.reward_schema import (
     OpenRLHFRequest,
@@ -67,6 +69,11 @@ async def query_options(  # async: FastAPI runs a plain def dependency on its th
 OptionsDep = Annotated[RewardOptions, Depends(query_options)]
 
 
+def watch(services: Services, request: Request) -> Watch:
+    """The reward door's metrics for this request's groups (``doors.decisions.listwise_watch``)."""
+    return listwise_watch(services.metrics, door(request, "reward"))
+
+
 def trainer_deadline(services: Services, options: RewardOptions, request: Request, default_ms: int) -> AnswerBy | None:
     """The request's deadline (query ``deadline_ms`` or ``Prefer: wait``), else what the trainer is known to wait."""
     given = options.deadline_ms if options.deadline_ms is not None or request.headers.get("prefer") else default_ms
@@ -99,7 +106,7 @@ async def openrlhf_route(
         return OpenRLHFResponse(rewards=[], scores=[], extra_logs={})
     reward_plan = plan(services.settings, services.judge, options, items, "query")
     with progress.anytime(deadline):
-        judged = await judge_plan(services.settings, services.rewards, reward_plan)
+        judged = await judge_plan(services.settings, services.rewards, reward_plan, watch(services, request))
     if judged.failures:
         raise failure_error(judged.failures, status=503)
     rewards = [s.reward for s in judged.samples if s.reward is not None]
@@ -129,7 +136,7 @@ async def slime_route(
     label = None if body.label is None else str(body.label)
     reward_plan = plan(services.settings, services.judge, options, [Item(prompt, body.response, label)], "body")
     with progress.anytime(deadline):
-        judged = await judge_plan(services.settings, services.rewards, reward_plan)
+        judged = await judge_plan(services.settings, services.rewards, reward_plan, watch(services, request))
     if judged.failures:
         raise failure_error(judged.failures, status=503)
     return SlimeResponse.model_validate(judged.samples[0].model_dump())

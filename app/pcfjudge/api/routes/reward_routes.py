@@ -9,10 +9,11 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 
-from pcfjudge.api.deps import ServicesDep
+from pcfjudge.api.deps import ServicesDep, door
 from pcfjudge.api.error_handlers import ERROR_RESPONSES, STREAM_RESPONSE
 from pcfjudge.api.streaming import stream
 from pcfjudge.doors.anytime import answer_deadline
+from pcfjudge.doors.decisions import listwise_watch
 from pcfjudge.doors.reward_plan import Item, check_samples, failure_error, judge_plan, plan
 from pcfjudge.engine import progress
 from pcfjudge.schemas.reward_schema import RewardRequest, RewardResponse
@@ -29,9 +30,10 @@ async def reward_route(body: RewardRequest, request: Request, services: Services
     check_samples(settings, len(body.samples), "samples")
     items = [Item(s.prompt, s.response, s.reference, s.group) for s in body.samples]
     reward_plan = plan(settings, services.judge, body, items, "samples")
+    watch = listwise_watch(services.metrics, door(request, "reward", body.stream))
 
     async def rewarded() -> RewardResponse:
-        judged = await judge_plan(settings, services.rewards, reward_plan)
+        judged = await judge_plan(settings, services.rewards, reward_plan, watch)
         if len(judged.failures) == len(judged.samples):
             raise failure_error(judged.failures)
         return RewardResponse(

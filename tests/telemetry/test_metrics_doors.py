@@ -1,0 +1,218 @@
+"""Every door is visible: each judging door (listwise, pairwise, rerank, reward) moves the judgment metrics under its own
+``door`` label, its route as ``endpoint`` and its ``mode`` (now, stream, job), and no other door's; static files get
+the route label ``static``. In process, read from this process's registry (deltas: the registry is process-wide)."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import pytest
+from pcfjudge.settings import Settings
+from prometheus_client import REGISTRY
+
+from tests.support.inprocess import app_with_services
+
+PRICED = Settings(prices={"sim:default": (1.0, 2.0)})  # so the cost counter moves for the sim judge
+LISTWISE = {"question": "2+2?", "candidates": ["4", "5", "four", "22"], "k": 4}
+PAIRWISE = {"question": "2+2?", "response_a": "4", "response_b": "5"}
+COHERE = {"model": "rerank-v3.5", "query": "Capital of France?", "documents": ["Paris.", "Lyon.", "Nice."]}
+TEI = {"query": "Capital of France?", "texts": ["Paris.", "Lyon.", "Nice."]}
+REWARD = {"samples": [{"prompt": "2+2?", "response": r} for r in ("4.", "5.", "22.")], "k": 3}
+OPENRLHF = {"query": ["2+2? 4.", "2+2? 5.", "2+2? 22."], "prompts": ["2+2?"] * 3}
+SLIME = {"prompt": "2+2?", "response": "4."}
+DOORS = ("listwise", "pairwise", "rerank", "reward")
+MODES = ("now", "stream", "job")
+
+
+def total(name: str, **labels: str) -> float:
+    """The sum of ``name``'s samples whose labels include ``labels``."""
+    wanted = labels.items()
+    return sum(
+        s.value
+        for family in REGISTRY.collect()
+        for s in family.samples
+        if s.name == name and wanted <= s.labels.items()
+    )
+
+
+JUDGMENT_FAMILIES = (
+    "pcfjudge_decisions_total",
+    "pcfjudge_top_pick_position_total",
+    "pcfjudge_judgment_duration_seconds_count",
+    "pcfjudge_cost_usd_total",
+)
+
+
+def snapshot() -> dict[tuple[str, str, str, str], float]:
+    """Every judgment family's total by (family, door, mode, endpoint)."""
+    out: dict[tuple[str, str, str, str], float] = {}
+    for family in REGISTRY.collect():
+        for s in family.samples:
+            if s.name in JUDGMENT_FAMILIES or s.name == "pcfjudge_run_agreement_count":
+                key = (s.name, s.labels.get("door", ""), s.labels.get("mode", ""), s.labels.get("endpoint", ""))
+                out[key] = out.get(key, 0.0) + s.value
+    return out
+
+
+def moved(before: dict[tuple[str, str, str, str], float]) -> dict[tuple[str, str, str, str], float]:
+    after = snapshot()
+    return {k: after[k] - before.get(k, 0.0) for k in after if after[k] != before.get(k, 0.0)}
+
+
+@dataclass(frozen=True)
+class Case:
+    path: str
+    body: dict[str, Any]
+    door: str
+    mode: str
+    query: str = ""  # the adapters' options ride in the query string
+
+    @property
+    def id(self) -> str:
+        return f"{self.path}-{self.mode}"
+
+
+CASES = [
+    Case("/judge/listwise", LISTWISE, "listwise", "now"),
+    Case("/judge/listwise", {**LISTWISE, "stream": True}, "listwise", "stream"),
+    Case("/judge/pairwise", PAIRWISE, "pairwise", "now"),
+    Case("/judge/pairwise", {**PAIRWISE, "stream": True}, "pairwise", "stream"),
+    Case("/v1/rerank", COHERE, "rerank", "now"),
+    Case("/v2/rerank", COHERE, "rerank", "now"),
+    Case("/v2/rerank", {**COHERE, "pcfjudge": {"stream": True}}, "rerank", "stream"),
+    Case("/rerank", TEI, "rerank", "now"),
+    Case("/v1/reward", REWARD, "reward", "now"),
+    Case("/v1/reward", {**REWARD, "stream": True}, "reward", "stream"),
+    Case("/get_reward", OPENRLHF, "reward", "now", "?k=3"),
+    Case("/v1/reward/one", SLIME, "reward", "now"),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+async def test_each_door_moves_its_own_judgment_metrics(case: Case) -> None:
+    async with app_with_services(PRICED) as (client, _):
+        before = snapshot()
+        response = await client.post(case.path + case.query, json=case.body)
+        assert response.status_code == 200, response.text
+        if case.mode == "stream":
+            assert response.headers["content-type"].startswith("text/event-stream")
+        delta = moved(before)
+    labels = {"door": case.door, "mode": case.mode, "endpoint": case.path}
+    assert_one_judgment(delta, case.door, case.mode, case.path)
+    assert total("pcfjudge_decisions_total", **labels) >= 1
+    if case.door != "pairwise":  # listwise doors: one consensus decision, its agreement observed
+        assert delta[("pcfjudge_run_agreement_count", case.door, case.mode, "")] == 1
+
+
+def assert_one_judgment(delta: dict[tuple[str, str, str, str], float], door: str, mode: str, endpoint: str) -> None:
+    """Exactly one judgment, under (door, mode, endpoint) in every judgment family; no other door or mode moved."""
+    assert delta[("pcfjudge_decisions_total", door, mode, endpoint)] == 1, delta
+    assert delta[("pcfjudge_judgment_duration_seconds_count", door, mode, "")] == 1, delta
+    assert delta[("pcfjudge_top_pick_position_total", door, mode, endpoint)] >= 1, delta
+    assert delta[("pcfjudge_cost_usd_total", door, mode, "")] > 0, delta
+    others = {k: v for k, v in delta.items() if (k[1], k[2]) != (door, mode)}
+    assert others == {}, others
+    assert {k[3] for k in delta} <= {endpoint, ""}, delta
+
+
+async def finished(client: httpx.AsyncClient, location: str) -> dict[str, Any]:
+    for _ in range(600):
+        job: dict[str, Any] = (await client.get(location)).json()
+        if job["status"] not in ("queued", "running"):
+            return job
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"job still {job['status']}: {job}")
+
+
+@pytest.mark.parametrize(
+    ("endpoint", "request_body", "door"),
+    [("/judge/listwise", LISTWISE, "listwise"), ("/v1/reward", REWARD, "reward"), ("/v2/rerank", COHERE, "rerank")],
+)
+async def test_a_jobs_judgment_is_recorded_in_mode_job(endpoint: str, request_body: dict[str, Any], door: str) -> None:
+    async with app_with_services(PRICED) as (client, _):
+        before = snapshot()
+        accepted = await client.post("/v1/jobs", json={"endpoint": endpoint, "request": request_body})
+        assert accepted.status_code == 202, accepted.text
+        job = await finished(client, accepted.json()["location"])
+        assert job["status"] == "succeeded", job
+        delta = moved(before)
+    assert_one_judgment(delta, door, "job", endpoint)
+
+
+async def test_prefer_respond_async_is_a_job_too() -> None:
+    async with app_with_services(PRICED) as (client, _):
+        before = snapshot()
+        accepted = await client.post("/judge/pairwise", json=PAIRWISE, headers={"Prefer": "respond-async"})
+        assert accepted.status_code == 202, accepted.text
+        assert (await finished(client, accepted.headers["location"]))["status"] == "succeeded"
+        delta = moved(before)
+    assert_one_judgment(delta, "pairwise", "job", "/judge/pairwise")
+
+
+async def test_a_collected_reward_group_is_one_judgment_of_the_request_that_opened_it() -> None:
+    """Two /v1/reward requests, each with two members of one group of four: judged once, recorded once."""
+    half = [{"prompt": "2+2?", "response": r, "group": "g"} for r in ("4.", "5.")]
+    other = [{"prompt": "2+2?", "response": r, "group": "g"} for r in ("22.", "four")]
+    options = {"group_size": 4, "group_wait_ms": 30_000, "k": 3}
+    async with app_with_services(PRICED) as (client, _):
+        before = snapshot()
+        first, second = await asyncio.gather(
+            client.post("/v1/reward", json={**options, "samples": half}),
+            client.post("/v1/reward", json={**options, "samples": other, "stream": True}),
+        )
+        assert first.status_code == second.status_code == 200, first.text + second.text
+        delta = moved(before)
+    decisions = {k: v for k, v in delta.items() if k[0] == "pcfjudge_decisions_total"}
+    assert sum(decisions.values()) == 1, decisions
+    ((_, door, mode, endpoint),) = decisions
+    assert (door, endpoint) == ("reward", "/v1/reward") and mode in ("now", "stream")
+
+
+async def test_a_failed_judgment_is_counted_for_its_door() -> None:
+    """A reward group whose judgment fails (an unreachable backend) is a failure of door reward, not a decision."""
+    settings = Settings(
+        openai_api_key="sk-test",
+        openai_base_url="http://127.0.0.1:9/v1",  # discard port: refused at once, never the internet
+        max_retries=0,
+        request_timeout_s=5.0,
+    )
+    async with app_with_services(settings) as (client, _):
+        before = total("pcfjudge_failed_requests_total", door="reward", mode="now", endpoint="/v1/reward")
+        decided = total("pcfjudge_decisions_total", door="reward")
+        response = await client.post("/v1/reward", json={**REWARD, "model": "openai:gpt-5.4"})
+        assert response.status_code >= 500, response.text
+        after = total("pcfjudge_failed_requests_total", door="reward", mode="now", endpoint="/v1/reward")
+    assert after - before == 1
+    assert total("pcfjudge_decisions_total", door="reward") == decided
+
+
+STATIC_PATHS = (
+    "/",
+    "/static/playground.js",
+    "/static/vendor/swagger-ui.css",
+    "/docs",
+    "/docs/oauth2-redirect",
+    "/redoc",
+    "/openapi.json",
+)
+
+
+async def test_static_files_are_labelled_static_not_unmatched() -> None:
+    async with app_with_services() as (client, _):
+        static, unmatched = total_requests("static"), total_requests("unmatched")
+        models = total_requests("/playground/models")
+        for path in STATIC_PATHS:
+            assert (await client.get(path)).status_code == 200, path
+        assert (await client.get("/playground/models")).status_code == 200
+        assert total_requests("static") - static == len(STATIC_PATHS)
+        assert total_requests("unmatched") == unmatched
+        assert total_requests("/playground/models") - models == 1  # an API route keeps its template
+        await client.get("/no/such/path")
+        assert total_requests("unmatched") - unmatched == 1
+
+
+def total_requests(endpoint: str) -> float:
+    return total("pcfjudge_requests_total", endpoint=endpoint)
