@@ -5,7 +5,7 @@ It is what the tracing tests export to (``tests/telemetry/test_tracing.py``) and
 tracing``; it is not a collector (no gRPC, no JSON encoding, nothing stored past the process). ``GET /count`` answers
 ``{"spans": n, "requests": n}``.
 
-    python -m pcfjudge.tooling.otlp_receiver [--port 4318]     # prints "listening on http://127.0.0.1:<port>"
+    python -m pcfjudge_lab.otlp_receiver [--port 4318]     # prints "listening on http://127.0.0.1:<port>"
 """
 
 from __future__ import annotations
@@ -192,7 +192,7 @@ def _handler(receiver: OtlpReceiver) -> type[BaseHTTPRequestHandler]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m pcfjudge.tooling.otlp_receiver", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m pcfjudge_lab.otlp_receiver", description=__doc__)
     parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: a free one)")
     args = parser.parse_args(argv)
     receiver = OtlpReceiver(args.port, keep=False)

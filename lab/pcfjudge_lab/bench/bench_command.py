@@ -10,8 +10,9 @@ import sys
 def _cache(args: argparse.Namespace) -> int:
     import asyncio
 
-    from pcfjudge.settings import Settings
-    from pcfjudge.tooling.bench.cache_bench import CacheBench, format_report, run
+    from pcfjudge.surface import Settings
+
+    from pcfjudge_lab.bench.cache_bench import CacheBench, format_report, run
 
     bench = CacheBench(
         items=args.items,
@@ -29,7 +30,7 @@ def _cache(args: argparse.Namespace) -> int:
 def _engine(args: argparse.Namespace) -> int:
     import asyncio
 
-    from pcfjudge.tooling.bench.engine_bench import EngineBench, EngineGone, format_report, run
+    from pcfjudge_lab.bench.engine_bench import EngineBench, EngineGone, format_report, run
 
     bench = EngineBench(
         url=args.url,
@@ -73,7 +74,7 @@ def _soak(args: argparse.Namespace) -> int:
     import sys
     from pathlib import Path
 
-    from pcfjudge.tooling.bench.soak import SoakConfig, format_report, run
+    from pcfjudge_lab.bench.soak import SoakConfig, format_report, run
 
     config = SoakConfig(
         seconds=args.seconds,
@@ -115,7 +116,7 @@ def _add_soak(kinds: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
 
 
 def _reward(args: argparse.Namespace) -> int:
-    from pcfjudge.tooling.bench.reward_bench import RewardBench, format_report, run
+    from pcfjudge_lab.bench.reward_bench import RewardBench, format_report, run
 
     bench = RewardBench(
         prompts=args.prompts,
@@ -156,7 +157,7 @@ def _add_reward(kinds: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 def _overload(args: argparse.Namespace) -> int:
     import json
 
-    from pcfjudge.tooling.bench.overload_bench import OverloadBench, format_report, run
+    from pcfjudge_lab.bench.overload_bench import OverloadBench, format_report, run
 
     bench = OverloadBench(
         args.requests,
@@ -211,8 +212,8 @@ def _add_overload(kinds: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def _http(args: argparse.Namespace) -> int:
     import json
 
-    from pcfjudge.tooling.bench.http_bench import HttpBench, run
-    from pcfjudge.tooling.bench.http_report import figures, format_report
+    from pcfjudge_lab.bench.http_bench import HttpBench, run
+    from pcfjudge_lab.bench.http_report import figures, format_report
 
     bench = HttpBench(
         latency_ms=args.latency_ms,
@@ -236,7 +237,7 @@ def _http(args: argparse.Namespace) -> int:
 
 
 def _ranking(args: argparse.Namespace) -> int:
-    from pcfjudge.tooling.bench.ranking_bench import RankingBench, format_report, run
+    from pcfjudge_lab.bench.ranking_bench import RankingBench, format_report, run
 
     bench = RankingBench(
         sizes=tuple(args.sizes),
@@ -273,7 +274,7 @@ def _add_ranking(kinds: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
 def _jury(args: argparse.Namespace) -> int:
     import json
 
-    from pcfjudge.tooling.bench.jury_sim import format_report, run
+    from pcfjudge_lab.bench.jury_sim import format_report, run
 
     rows = run(args.items, args.calibration_items, args.seed)
     print(json.dumps([r.to_json() for r in rows], indent=2) if args.json else format_report(rows))
@@ -300,7 +301,7 @@ def _add_jury(kinds: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
 
 
 def _deadline(args: argparse.Namespace) -> int:
-    from pcfjudge.tooling.bench.deadline_bench import format_report, run
+    from pcfjudge_lab.bench.deadline_bench import format_report, run
 
     passes = asyncio.run(run(args.judgments, args.k, args.deadline_ms, args.latency_ms, args.tail, args.concurrency))
     print(format_report(passes, args.k, args.deadline_ms, args.latency_ms, args.tail))
@@ -326,7 +327,7 @@ def _add_deadline(kinds: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def _tracing(args: argparse.Namespace) -> int:
-    from pcfjudge.tooling.bench.tracing_bench import TracingBench, format_report, run
+    from pcfjudge_lab.bench.tracing_bench import TracingBench, format_report, run
 
     bench = TracingBench(args.rounds, args.warm_requests, args.cold_requests, args.concurrency, args.ratio)
     print(format_report(bench, run(bench)))

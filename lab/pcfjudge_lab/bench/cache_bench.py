@@ -13,11 +13,8 @@ import time
 import uuid
 from dataclasses import dataclass, field
 
-from pcfjudge.doors.listwise_response import to_response
-from pcfjudge.doors.listwise_task import build_task
-from pcfjudge.schemas.listwise_schema import ListwiseRequest
-from pcfjudge.services import Services
-from pcfjudge.settings import Settings
+from pcfjudge import ListwiseRequest
+from pcfjudge.surface import Services, Settings, listwise_in_process
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,8 +60,7 @@ async def _phase(name: str, services: Services, requests: list[ListwiseRequest],
     async def one(body: ListwiseRequest) -> None:
         async with gate:
             started = time.perf_counter()
-            result = await services.judge.listwise(build_task(body, services.settings, services.judge))
-            to_response(result, "bench", True)
+            result, _ = await listwise_in_process(services, body, "bench")
             phase.latencies_ms.append((time.perf_counter() - started) * 1000)
             phase.backend_calls += result.backend_calls
             phase.cache_hits += result.cache_hits

@@ -17,9 +17,7 @@ from typing import Any
 
 import httpx
 from asgi_lifespan import LifespanManager
-
-from pcfjudge.api.app import create_app
-from pcfjudge.settings import Settings
+from pcfjudge.surface import Settings, create_app
 
 
 @dataclass(slots=True)

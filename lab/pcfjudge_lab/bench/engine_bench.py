@@ -24,18 +24,24 @@ from dataclasses import dataclass, field
 
 import aiohttp
 import orjson
+from pcfjudge.surface import (
+    DecodingParams,
+    Judge,
+    JudgeCall,
+    JudgingFailed,
+    ListwiseTask,
+    OpenAIBackend,
+    Prompt,
+    PromptStyle,
+    Services,
+    Settings,
+    Usage,
+    new_nonce,
+    permutation_schedule,
+    render_listwise,
+)
 
-from pcfjudge.backends.base import JudgeCall
-from pcfjudge.backends.openai_backend import OpenAIBackend
-from pcfjudge.engine.failures import JudgingFailed
-from pcfjudge.engine.judge import Judge
-from pcfjudge.engine.listwise_runs import ListwiseTask
-from pcfjudge.judging import permutations as perms
-from pcfjudge.judging.prompts import Prompt, PromptStyle, new_nonce, render_listwise
-from pcfjudge.services import Services
-from pcfjudge.settings import Settings
-from pcfjudge.tooling.engine_faults import engine_gone, unreachable
-from pcfjudge.types import DecodingParams, Usage
+from pcfjudge_lab.engine_faults import engine_gone, unreachable
 
 _FACTS = [
     ("What is the capital of France?", ["Paris.", "Lyon.", "Marseille.", "Nice."]),
@@ -106,7 +112,7 @@ async def _bare(bench: EngineBench, backend: OpenAIBackend, work: list[tuple[str
         async def judgment(question: str, answers: list[str]) -> None:
             nonce = new_nonce()
             bodies = []
-            for order in perms.schedule(len(answers), bench.k, 0):
+            for order in permutation_schedule(len(answers), bench.k, 0):
                 prompt = render_listwise(
                     question, [answers[i] for i in order], nonce, style=PromptStyle(rationales=False)
                 )

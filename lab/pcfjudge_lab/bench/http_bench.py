@@ -27,10 +27,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from pcfjudge.backends.base import JudgeCall
-from pcfjudge.tooling.bench.http_load import Body, Connection, LoadResult, closed_loop
-from pcfjudge.tooling.bench.http_refs import CLIENTS, run_alone, sample_call
-from pcfjudge.tooling.bench.http_stack import CANDIDATES, Stack, cpu_s, listwise_body, rss_mb
+from pcfjudge.surface import JudgeCall
+
+from pcfjudge_lab.bench.http_load import Body, Connection, LoadResult, closed_loop
+from pcfjudge_lab.bench.http_refs import CLIENTS, run_alone, sample_call
+from pcfjudge_lab.bench.http_stack import CANDIDATES, Stack, cpu_s, listwise_body, rss_mb
 
 PATH = "/judge/listwise"
 CHAT = "/v1/chat/completions"
@@ -147,8 +148,7 @@ class Run:
 
 def _chat_body(call: JudgeCall) -> bytes:
     """The Chat Completions body the service's OpenAI backend sends for ``call``."""
-    from pcfjudge.backends.openai_backend import build_openai
-    from pcfjudge.settings import Settings
+    from pcfjudge.surface import Settings, build_openai
 
     backend = build_openai(Settings(openai_api_key="bench-key"))
     assert backend is not None

@@ -1,6 +1,6 @@
 """The bare FastAPI reference of ``pcfjudge bench http``: what FastAPI itself costs for the service's body and answer.
 
-``python -m pcfjudge.tooling.bench.http_echo --port P --response FILE`` serves ``POST /judge/listwise``: FastAPI parses the
+``python -m pcfjudge_lab.bench.http_echo --port P --response FILE`` serves ``POST /judge/listwise``: FastAPI parses the
 JSON body into a dict and the handler answers with the JSON in FILE (a response the service gave for that body),
 serialised per request. It runs under the same uvicorn as ``pcfjudge serve`` (same HTTP protocol class, event loop,
 keep-alive and logging), with no middleware, validation, cache or judging.
@@ -33,9 +33,7 @@ def create_echo_app(response: dict[str, Any]) -> FastAPI:
 
 def main() -> None:
     import uvicorn
-
-    from pcfjudge.settings import Settings
-    from pcfjudge.telemetry.logs import log_config
+    from pcfjudge.surface import Settings, log_config
 
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--port", type=int, required=True)

@@ -1,6 +1,6 @@
 """The references of ``pcfjudge bench http``: a provider client alone, in its own process, against the fake.
 
-``python -m pcfjudge.tooling.bench.http_refs --url URL --client NAME --calls N --concurrency C`` makes N Chat Completions
+``python -m pcfjudge_lab.bench.http_refs --url URL --client NAME --calls N --concurrency C`` makes N Chat Completions
 calls of one listwise prompt (the shape the service sends: the same rendering and request builder), C at a time,
 on the event loop the service runs on (uvloop when installed), and prints one JSON line: calls per second and the
 process CPU time per call. Clients:
@@ -21,10 +21,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from pcfjudge.backends.base import JudgeCall
-from pcfjudge.judging.prompts import new_nonce, render_listwise
-from pcfjudge.settings import Settings
-from pcfjudge.types import DecodingParams
+from pcfjudge.surface import DecodingParams, JudgeCall, Settings, new_nonce, render_listwise
 
 CLIENTS = ("sdk-httpx2", "sdk-aiohttp", "backend")
 WARMUP_CALLS = 20
@@ -73,7 +70,7 @@ async def _measure(call: Callable[[], Awaitable[object]], calls: int, concurrenc
 
 async def measure(client: str, url: str, calls: int, concurrency: int, call: JudgeCall) -> dict[str, float]:
     """Calls per second and CPU ms per call of ``client`` against the OpenAI-compatible server at ``url``."""
-    from pcfjudge.backends.openai_backend import build_openai
+    from pcfjudge.surface import build_openai
 
     settings = Settings(openai_api_key="bench-key", openai_base_url=url, backend_concurrency=max(16, concurrency))
     backend = build_openai(settings)
@@ -100,7 +97,7 @@ def run_alone(client: str, url: str, calls: int, concurrency: int, candidates: S
     argv = [
         sys.executable,
         "-m",
-        "pcfjudge.tooling.bench.http_refs",
+        "pcfjudge_lab.bench.http_refs",
         "--url",
         url,
         "--client",

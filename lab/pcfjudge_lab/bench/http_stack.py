@@ -17,7 +17,7 @@ from typing import Any
 
 import httpx
 
-from pcfjudge.tooling.bench.procs import Proc, free_port, http_ok, pcfjudge
+from pcfjudge_lab.bench.procs import Proc, free_port, http_ok, pcfjudge
 
 CANDIDATES = (
     "The Treaty of Westphalia was signed in 1648, ending the Thirty Years' War; it was negotiated in the cities of "
@@ -119,7 +119,7 @@ class Stack:
         path.write_text(json.dumps(response), encoding="utf-8")
         port = free_port()
         self.echo_url = f"http://127.0.0.1:{port}"
-        argv = [sys.executable, "-m", "pcfjudge.tooling.bench.http_echo", "--port", str(port), "--response", str(path)]
+        argv = [sys.executable, "-m", "pcfjudge_lab.bench.http_echo", "--port", str(port), "--response", str(path)]
         url = self.echo_url
         self.echo = Proc("bare FastAPI echo", argv, self.work / "echo.log", lambda: http_ok(f"{url}/healthz"))
         self.echo.start()

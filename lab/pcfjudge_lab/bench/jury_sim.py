@@ -33,9 +33,7 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-
-from pcfjudge.judging import jury
-from pcfjudge.judging.reliability import Reliability, correlation_matrix, effective_jurors, jury_weights
+from pcfjudge.surface import Reliability, correlation_matrix, effective_jurors, jury, jury_weights
 
 LABEL = "SIMULATION"
 Z95 = NormalDist().inv_cdf(0.975)

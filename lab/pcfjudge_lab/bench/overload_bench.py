@@ -33,7 +33,7 @@ from typing import Any
 
 import httpx
 
-from pcfjudge.tooling.bench.procs import Proc, free_port, http_ok, pcfjudge
+from pcfjudge_lab.bench.procs import Proc, free_port, http_ok, pcfjudge
 
 SCENARIOS = ("flood", "walk-away", "cold-start", "hung-provider")
 

@@ -31,9 +31,8 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from pcfjudge.judging import consensus as cons
-from pcfjudge.judging.run_records import CandidateJudgment, RunJudgments
-from pcfjudge.judging.window_rounds import WindowRanking, WindowSpec, ranking_of, run_values
+from pcfjudge.surface import CandidateJudgment, RunJudgments, WindowRanking, WindowSpec, ranking_of, run_values
+from pcfjudge.surface import consensus as cons
 
 
 @dataclass(frozen=True, slots=True)

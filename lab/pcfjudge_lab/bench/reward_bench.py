@@ -20,7 +20,7 @@ from typing import Any
 
 import httpx
 
-from pcfjudge.tooling.bench.procs import Proc, free_port, http_ok, pcfjudge
+from pcfjudge_lab.bench.procs import Proc, free_port, http_ok, pcfjudge
 
 ENDPOINTS = ("reward", "openrlhf", "slime")
 

@@ -23,8 +23,8 @@ from typing import Any
 
 import httpx
 
-from pcfjudge.tooling.bench.procs import Fleet, Proc
-from pcfjudge.tooling.bench.soak_client import LoadClient, Outcome, Tally, percentile
+from pcfjudge_lab.bench.procs import Fleet, Proc
+from pcfjudge_lab.bench.soak_client import LoadClient, Outcome, Tally, percentile
 
 
 @dataclass(frozen=True)

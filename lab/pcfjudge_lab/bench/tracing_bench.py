@@ -11,7 +11,7 @@ cache, the simulated judge with no latency), ``concurrency`` clients send K=7 li
 
 with tracing **off** (no OTEL_* variable: no provider, the state the service runs in by default), **on** with every
 span sampled (``OTEL_TRACES_SAMPLER=always_on``) and exported by the SDK's batch processor over OTLP/HTTP to a
-receiver in another process (``pcfjudge.tooling.otlp_receiver``), which counts what arrives, and on with a share of
+receiver in another process (``pcfjudge_lab.otlp_receiver``), which counts what arrives, and on with a share of
 the traces sampled (``parentbased_traceidratio``, ``--ratio``). With tracing on, the batch queue is made large enough
 that no span is dropped, and each phase's time includes the export of every span it made (the provider's shutdown at
 its end waits for it), so the figures carry the whole cost of exporting. Each figure is the median of its rounds; the
@@ -37,11 +37,7 @@ from typing import Any
 
 import httpx
 from asgi_lifespan import LifespanManager
-
-from pcfjudge.api.app import create_app
-from pcfjudge.engine.judgment_spans import traced
-from pcfjudge.settings import Settings
-from pcfjudge.telemetry import tracing
+from pcfjudge.surface import Settings, create_app, traced, tracing
 
 K = 7
 CANDIDATES = [
@@ -106,10 +102,10 @@ async def _load(client: httpx.AsyncClient, requests: int, concurrency: int, cold
 
 
 class _Receiver:
-    """``python -m pcfjudge.tooling.otlp_receiver`` in its own process (its decoding is not this process's CPU)."""
+    """``python -m pcfjudge_lab.otlp_receiver`` in its own process (its decoding is not this process's CPU)."""
 
     def __init__(self) -> None:
-        argv = [sys.executable, "-m", "pcfjudge.tooling.otlp_receiver"]
+        argv = [sys.executable, "-m", "pcfjudge_lab.otlp_receiver"]
         self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
         assert self.proc.stdout is not None
         self.url = self.proc.stdout.readline().strip().rpartition(" ")[2]

@@ -9,7 +9,7 @@ DEFAULT_K = 5
 
 
 def _calibrate(args: argparse.Namespace) -> int:
-    from pcfjudge.tooling.calibrate.calibrate_run import run_calibrate
+    from pcfjudge_lab.calibrate.calibrate_run import run_calibrate
 
     return run_calibrate(args)
 

@@ -10,18 +10,25 @@ import argparse
 import asyncio
 import sys
 
-from pcfjudge.backends.registry import ModelError
-from pcfjudge.cache.reliability_store import ReliabilityStore, StoreError, open_store
-from pcfjudge.engine.judge import Judge
-from pcfjudge.judging.prompts import new_nonce, render_listwise
-from pcfjudge.judging.reliability import Reliability, compared
-from pcfjudge.services import Services
-from pcfjudge.settings import Settings
-from pcfjudge.tooling.calibrate import measure
-from pcfjudge.tooling.calibrate.pinned import PinnedSlice, pinned_slice
-from pcfjudge.tooling.calibrate.table import render
-from pcfjudge.tooling.eval.harness import fail, price_for
-from pcfjudge.tooling.eval.progress import Estimate, paid_run_gate
+from pcfjudge.surface import (
+    Judge,
+    ModelError,
+    Reliability,
+    ReliabilityStore,
+    Services,
+    Settings,
+    StoreError,
+    compared,
+    new_nonce,
+    open_store,
+    render_listwise,
+)
+
+from pcfjudge_lab.calibrate import measure
+from pcfjudge_lab.calibrate.pinned import PinnedSlice, pinned_slice
+from pcfjudge_lab.calibrate.table import render
+from pcfjudge_lab.eval.harness import fail, price_for
+from pcfjudge_lab.eval.progress import Estimate, paid_run_gate
 
 DRIFT_EXIT = 3  # --fail-on-drift and a model drifted
 

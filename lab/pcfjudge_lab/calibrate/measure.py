@@ -17,14 +17,19 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from pcfjudge.engine.failures import JudgingFailed
-from pcfjudge.engine.judge import Judge
-from pcfjudge.engine.listwise_runs import ListwiseResult, ListwiseTask
-from pcfjudge.judging import consensus as cons
-from pcfjudge.judging.prompts import PromptStyle, listwise_version
-from pcfjudge.judging.reliability import Reliability
-from pcfjudge.judging.run_records import RunJudgments
-from pcfjudge.tooling.calibrate.pinned import SCHEDULE_SEED, Item, PinnedSlice
+from pcfjudge.surface import (
+    Judge,
+    JudgingFailed,
+    ListwiseResult,
+    ListwiseTask,
+    PromptStyle,
+    Reliability,
+    RunJudgments,
+    listwise_version,
+)
+from pcfjudge.surface import consensus as cons
+
+from pcfjudge_lab.calibrate.pinned import SCHEDULE_SEED, Item, PinnedSlice
 
 ORACLE = "sim:oracle"  # the simulated judge that is told the gold answer (as the eval harness tells it)
 

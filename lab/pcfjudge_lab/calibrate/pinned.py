@@ -17,9 +17,9 @@ import hashlib
 import json
 from dataclasses import dataclass
 
-from pcfjudge.tooling.eval.data import bundled
-from pcfjudge.tooling.eval.judgebench.loader import load_judgebench
-from pcfjudge.tooling.eval.rewardbench2.loader import load_rewardbench2
+from pcfjudge_lab.eval.data import bundled
+from pcfjudge_lab.eval.judgebench.loader import load_judgebench
+from pcfjudge_lab.eval.rewardbench2.loader import load_rewardbench2
 
 VERSION = "pinned-v1"
 JUDGEBENCH = "judgebench:gpt-4o"

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pcfjudge.judging.drift import MCNEMAR, Shift
-from pcfjudge.judging.reliability import Reliability, error_correlation
-from pcfjudge.tooling.calibrate.pinned import PinnedSlice
+from pcfjudge.surface import MCNEMAR, Reliability, Shift, error_correlation
+
+from pcfjudge_lab.calibrate.pinned import PinnedSlice
 
 MEASURE_NAMES = {"accuracy": "accuracy", "first_position_win_rate": "first-position win rate"}
 TEST_NAMES = {MCNEMAR: "McNemar exact"}

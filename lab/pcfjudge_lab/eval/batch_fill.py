@@ -18,13 +18,11 @@ from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
-from pcfjudge.batch.job import BatchError, BatchJob, sdk_errors
-from pcfjudge.batch.probe import Probe
-from pcfjudge.engine.judge import Judge
-from pcfjudge.services import Services
-from pcfjudge.tooling.eval.harness import Collector, EvalError, Session, judge_all
-from pcfjudge.tooling.eval.progress import Progress
-from pcfjudge.tooling.eval.runlog import RunLog
+from pcfjudge.surface import BatchError, BatchJob, Judge, Probe, Services, sdk_errors
+
+from pcfjudge_lab.eval.harness import Collector, EvalError, Session, judge_all
+from pcfjudge_lab.eval.progress import Progress
+from pcfjudge_lab.eval.runlog import RunLog
 
 T = TypeVar("T")
 SUMMARY = "summary.json"

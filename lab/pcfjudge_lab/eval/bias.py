@@ -26,7 +26,7 @@ from fractions import Fraction
 from math import comb
 from typing import Any
 
-from pcfjudge.tooling.eval.accuracy import sign_test
+from pcfjudge_lab.eval.accuracy import sign_test
 
 LISTWISE_PROTOCOL = "consensus"  # the permutation runs; repeated-canonical runs always show one order
 PAIRWISE_PASSES = ("direct", "swapped")

@@ -10,9 +10,9 @@ from functools import partial
 from typing import TypeVar
 
 import httpx
+from pcfjudge.surface import Settings
 
-from pcfjudge.settings import Settings
-from pcfjudge.tooling.eval.harness import (
+from pcfjudge_lab.eval.harness import (
     Collector,
     EvalError,
     Planner,
@@ -21,8 +21,8 @@ from pcfjudge.tooling.eval.harness import (
     judge_all,
     price_for,
 )
-from pcfjudge.tooling.eval.progress import Progress, paid_run_gate
-from pcfjudge.tooling.eval.runlog import RunLog
+from pcfjudge_lab.eval.progress import Progress, paid_run_gate
+from pcfjudge_lab.eval.runlog import RunLog
 
 T = TypeVar("T")
 
@@ -41,8 +41,7 @@ async def collect(
 
     Returns the number of requests that failed; raises EvalError when the run cannot start.
     """
-    from pcfjudge.backends.registry import ModelError
-    from pcfjudge.services import Services
+    from pcfjudge.surface import ModelError, Services
 
     services = None if args.server else Services.build(settings)
     try:
@@ -57,7 +56,7 @@ async def collect(
         if getattr(args, "batch", None) is not None:
             if services is None:
                 raise EvalError("--batch judges in process (it fills this machine's cache): drop --server")
-            from pcfjudge.tooling.eval.batch_fill import (
+            from pcfjudge_lab.eval.batch_fill import (
                 fill_from_batches,  # estimate at the batch price, submit, wait, collect
             )
 

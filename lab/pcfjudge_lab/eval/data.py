@@ -7,7 +7,7 @@
                                    ``gpt`` (``hub:claude`` for the other) or allenai/reward-bench-2 split ``test``
     a path                         a JSONL file of your own (RewardBench 2 also Parquet)
 
-The bundled copies live in ``pcfjudge/tooling/data/`` with their sources, licences and citations beside them; nothing here
+The bundled copies live in ``pcfjudge_lab/data/`` with their sources, licences and citations beside them; nothing here
 reads a path outside the package or the user's own.
 """
 
@@ -19,7 +19,7 @@ from typing import Literal
 
 Benchmark = Literal["judgebench", "rewardbench2"]
 
-DATA_DIR = Path(__file__).resolve().parents[1] / "data"  # package data: pcfjudge/tooling/data/
+DATA_DIR = Path(__file__).resolve().parents[1] / "data"  # package data: pcfjudge_lab/data/
 HUB = "hub"
 HUB_REPOS: dict[Benchmark, str] = {"judgebench": "ScalerLab/JudgeBench", "rewardbench2": "allenai/reward-bench-2"}
 HUB_SPLITS: dict[Benchmark, tuple[str, ...]] = {"judgebench": ("gpt", "claude"), "rewardbench2": ("test",)}
@@ -27,7 +27,7 @@ HUB_SPLITS: dict[Benchmark, tuple[str, ...]] = {"judgebench": ("gpt", "claude"),
 
 @dataclass(frozen=True, slots=True)
 class Bundled:
-    """A data file shipped in ``pcfjudge/tooling/data/``."""
+    """A data file shipped in ``pcfjudge_lab/data/``."""
 
     benchmark: Benchmark
     file: str  # relative to DATA_DIR
@@ -118,7 +118,7 @@ def hub_rows(data: HubData) -> list[tuple[str, dict[str, object]]]:
     try:
         import datasets
     except ImportError as exc:
-        raise RuntimeError(f"--data hub needs the hub extra: pip install 'pcfjudge[hub]' ({exc})") from exc
+        raise RuntimeError(f"--data hub needs the lab's hub extra: pip install 'pcfjudge-lab[hub]' ({exc})") from exc
     try:
         dataset = datasets.load_dataset(data.repo, split=data.split)
     except Exception as exc:  # the hub's errors are many (network, auth, missing split): all say the same to the user

@@ -6,13 +6,13 @@ import argparse
 
 
 def _rewardbench2(args: argparse.Namespace) -> int:
-    from pcfjudge.tooling.eval.rewardbench2.command import run_rewardbench2
+    from pcfjudge_lab.eval.rewardbench2.command import run_rewardbench2
 
     return run_rewardbench2(args)
 
 
 def _judgebench(args: argparse.Namespace) -> int:
-    from pcfjudge.tooling.eval.judgebench.command import run_judgebench
+    from pcfjudge_lab.eval.judgebench.command import run_judgebench
 
     return run_judgebench(args)
 
@@ -22,7 +22,7 @@ def _score(args: argparse.Namespace) -> int:
     import sys
     from pathlib import Path
 
-    from pcfjudge.tooling.eval.score import format_markdown, score_judgments_file
+    from pcfjudge_lab.eval.score import format_markdown, score_judgments_file
 
     try:
         result = score_judgments_file(Path(args.file))

@@ -17,22 +17,30 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import httpx
+from pcfjudge.surface import (
+    CallOutcome,
+    DecodingParams,
+    JudgingFailed,
+    Jury,
+    ListwiseTask,
+    PairwiseTask,
+    PassName,
+    PlannedPass,
+    ResolvedModel,
+    RunPlan,
+    Settings,
+    plan_passes,
+    plan_runs,
+)
 
-from pcfjudge.backends.registry import Jury, ResolvedModel
-from pcfjudge.engine.failures import JudgingFailed
-from pcfjudge.engine.listwise_runs import ListwiseTask, RunPlan, plan_runs
-from pcfjudge.engine.pairwise_passes import PairwiseTask, PassName, PlannedPass, plan_passes
-from pcfjudge.engine.runner import CallOutcome
-from pcfjudge.settings import Settings
-from pcfjudge.tooling.engine_faults import engine_gone, unreachable
-from pcfjudge.tooling.eval.progress import Estimate, Progress
-from pcfjudge.tooling.eval.replay import ReplayRunner
-from pcfjudge.tooling.eval.report_fmt import is_simulation
-from pcfjudge.tooling.eval.runlog import LOG_NAME, PlannedCall, RunLog
-from pcfjudge.types import DecodingParams
+from pcfjudge_lab.engine_faults import engine_gone, unreachable
+from pcfjudge_lab.eval.progress import Estimate, Progress
+from pcfjudge_lab.eval.replay import ReplayRunner
+from pcfjudge_lab.eval.report_fmt import is_simulation
+from pcfjudge_lab.eval.runlog import LOG_NAME, PlannedCall, RunLog
 
 if TYPE_CHECKING:
-    from pcfjudge.engine.judge import Judge
+    from pcfjudge.surface import Judge
 
 MANIFEST = "manifest.json"
 ORACLE_MODEL = "sim:oracle"  # the simulated judge that is told the right answer (both benchmarks pass it)

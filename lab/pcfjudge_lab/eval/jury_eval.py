@@ -19,10 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pcfjudge.judging import jury
-from pcfjudge.judging.reliability import Book, correlation_matrix, effective_jurors, jury_weights
-from pcfjudge.settings import Settings
-from pcfjudge.tooling.eval.report_fmt import is_simulation, write_json
+from pcfjudge.surface import Book, Settings, correlation_matrix, effective_jurors, jury, jury_weights
+
+from pcfjudge_lab.eval.report_fmt import is_simulation, write_json
 
 
 @dataclass(frozen=True)
@@ -102,7 +101,7 @@ def any_simulated(models: Sequence[str]) -> bool:
 
 async def _calibration_book(settings: Settings) -> Book:
     """The calibration records the service would weigh juries by (``services.judge.reliability``, loaded once)."""
-    from pcfjudge.services import Services
+    from pcfjudge.surface import Services
 
     services = Services.build(settings)
     try:

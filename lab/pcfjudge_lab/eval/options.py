@@ -1,6 +1,6 @@
 """What the eval commands share of their command line: K lists, the common checks, the reproducing command.
 
-A leaf of ``pcfjudge.tooling.eval``: ``eval.cli`` (argparse) and each command (``judgebench.command``,
+A leaf of ``pcfjudge_lab.eval``: ``eval.cli`` (argparse) and each command (``judgebench.command``,
 ``rewardbench2.command``) import it, so neither imports the other.
 """
 
@@ -10,7 +10,7 @@ import argparse
 import shlex
 from collections.abc import Sequence
 
-from pcfjudge.types import MAX_K
+from pcfjudge.surface import MAX_K
 
 
 def parse_ks(text: str) -> tuple[int, ...]:

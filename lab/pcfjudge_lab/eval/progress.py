@@ -7,11 +7,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pcfjudge.batch.ask import confirm
-from pcfjudge.tooling.eval.report_fmt import is_simulation
-from pcfjudge.types import Usage, usd
+from pcfjudge.surface import Usage, confirm, usd
 
-EVAL_EXTRA_HINT = "the eval commands need the eval extra: pip install 'pcfjudge[eval]'"
+from pcfjudge_lab.eval.report_fmt import is_simulation
+
+EVAL_EXTRA_HINT = (
+    "the eval commands need the lab's dependencies: pip install -e ./lab (in a clone) or pip install pcfjudge-lab"
+)
 
 
 def missing_eval_extra() -> str | None:

@@ -13,10 +13,9 @@ import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from pcfjudge.backends.registry import ResolvedModel
-from pcfjudge.engine.runner import CallOutcome, CallRunner, CallSpec
-from pcfjudge.tooling.eval.runlog import PlannedCall, ReplayKey
-from pcfjudge.types import CacheMode
+from pcfjudge.surface import CacheMode, CallOutcome, CallRunner, CallSpec, ResolvedModel
+
+from pcfjudge_lab.eval.runlog import PlannedCall, ReplayKey
 
 Report = Callable[[PlannedCall, CallOutcome], None]
 

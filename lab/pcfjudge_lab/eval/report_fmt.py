@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pcfjudge.types import Usage
+from pcfjudge.surface import Usage
 
 
 def pct(value: float | None) -> str:

@@ -14,10 +14,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pcfjudge.engine.runner import CallOutcome
-from pcfjudge.jsonl import JsonlAppender
-from pcfjudge.judging.run_records import CandidateJudgment, RunJudgments
-from pcfjudge.types import Usage
+from pcfjudge.surface import CallOutcome, CandidateJudgment, JsonlAppender, RunJudgments, Usage
 
 LOG_NAME = "runs.jsonl"
 RunKey = tuple[str, str, int, int]  # item, protocol, execution, index

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pcfjudge.tooling.eval.accuracy import (
+from pcfjudge_lab.eval.accuracy import (
     JUDGEBENCH_BUCKETS,
     accuracy,
     judgebench_pair_score,
@@ -17,7 +17,7 @@ from pcfjudge.tooling.eval.accuracy import (
     source_bucket,
     source_macro,
 )
-from pcfjudge.tooling.eval.records import read_jsonl
+from pcfjudge_lab.eval.records import read_jsonl
 
 
 def _decision(game: object) -> str | None:

@@ -12,8 +12,8 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
-from pcfjudge.tooling.fakeprovider.fake_task import broken_json, tokens
-from pcfjudge.tooling.fakeprovider.wire import Parsed, Reply, retry_headers
+from pcfjudge_lab.fakeprovider.fake_task import broken_json, tokens
+from pcfjudge_lab.fakeprovider.wire import Parsed, Reply, retry_headers
 
 _ERRORS = {
     "rate_limit": "rate_limit_error",

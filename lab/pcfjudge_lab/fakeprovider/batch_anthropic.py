@@ -26,8 +26,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from pcfjudge.tooling.fakeprovider.anthropic_wire import AnthropicWire
-from pcfjudge.tooling.fakeprovider.batch_state import (
+from pcfjudge_lab.fakeprovider.anthropic_wire import AnthropicWire
+from pcfjudge_lab.fakeprovider.batch_state import (
     BatchBook,
     FakeBatch,
     FakeRequest,
@@ -35,7 +35,7 @@ from pcfjudge.tooling.fakeprovider.batch_state import (
     jsonl_stream,
     respond,
 )
-from pcfjudge.tooling.fakeprovider.state import FakeState
+from pcfjudge_lab.fakeprovider.state import FakeState
 
 CUSTOM_ID = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 MAX_REQUESTS = 100_000

@@ -26,7 +26,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from pcfjudge.tooling.fakeprovider.batch_state import (
+from pcfjudge_lab.fakeprovider.batch_state import (
     BatchBook,
     FakeBatch,
     FakeRequest,
@@ -34,8 +34,8 @@ from pcfjudge.tooling.fakeprovider.batch_state import (
     jsonl_stream,
     respond,
 )
-from pcfjudge.tooling.fakeprovider.openai_wire import OpenAIWire
-from pcfjudge.tooling.fakeprovider.state import FakeState
+from pcfjudge_lab.fakeprovider.openai_wire import OpenAIWire
+from pcfjudge_lab.fakeprovider.state import FakeState
 
 ENDPOINTS = ("/v1/chat/completions",)
 _WINDOW_S = 86_400

@@ -32,8 +32,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
-from pcfjudge.tooling.fakeprovider import fake_task as task
-from pcfjudge.tooling.fakeprovider.wire import Reply, Wire
+from pcfjudge_lab.fakeprovider import fake_task as task
+from pcfjudge_lab.fakeprovider.wire import Reply, Wire
 
 Provider = Literal["openai", "anthropic"]
 Outcome = Literal["pending", "answered", "expired", "cancelled"]

@@ -24,14 +24,14 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from pcfjudge.tooling.fakeprovider import fake_task as task
-from pcfjudge.tooling.fakeprovider.anthropic_wire import AnthropicWire
-from pcfjudge.tooling.fakeprovider.batch_anthropic import anthropic_batch_routes
-from pcfjudge.tooling.fakeprovider.batch_openai import openai_batch_routes
-from pcfjudge.tooling.fakeprovider.batch_state import set_knobs, show_batches
-from pcfjudge.tooling.fakeprovider.openai_wire import OpenAIWire
-from pcfjudge.tooling.fakeprovider.state import HTTP_FAULTS, FakeConfig, FakeState, Fault
-from pcfjudge.tooling.fakeprovider.wire import Reply, Wire
+from pcfjudge_lab.fakeprovider import fake_task as task
+from pcfjudge_lab.fakeprovider.anthropic_wire import AnthropicWire
+from pcfjudge_lab.fakeprovider.batch_anthropic import anthropic_batch_routes
+from pcfjudge_lab.fakeprovider.batch_openai import openai_batch_routes
+from pcfjudge_lab.fakeprovider.batch_state import set_knobs, show_batches
+from pcfjudge_lab.fakeprovider.openai_wire import OpenAIWire
+from pcfjudge_lab.fakeprovider.state import HTTP_FAULTS, FakeConfig, FakeState, Fault
+from pcfjudge_lab.fakeprovider.wire import Reply, Wire
 
 _HTTP: dict[str, tuple[int, str, str]] = {
     "429": (429, "rate_limit", "Rate limit reached for requests (simulated). Please try again later."),

@@ -13,11 +13,17 @@ import json
 import re
 from typing import Any
 
-from pcfjudge.backends.base import JudgeCall
-from pcfjudge.backends.sim import SimJudge, SimParams, shaped
-from pcfjudge.judging.pairwise_prompts import pairwise_schema_v2
-from pcfjudge.judging.prompts import listwise_schema_v2, read_blocks
-from pcfjudge.types import LABELS, CallKind
+from pcfjudge.surface import (
+    LABELS,
+    CallKind,
+    JudgeCall,
+    SimJudge,
+    SimParams,
+    listwise_schema_v2,
+    pairwise_schema_v2,
+    read_blocks,
+    shaped,
+)
 
 KINDS: dict[str, CallKind] = {
     "listwise_judgment": "listwise",

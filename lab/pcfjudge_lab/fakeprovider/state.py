@@ -16,7 +16,7 @@ from collections import Counter, deque
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from pcfjudge.tooling.fakeprovider.batch_state import BatchBook
+from pcfjudge_lab.fakeprovider.batch_state import BatchBook
 
 Fault = Literal[
     "ok",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from pcfjudge.cli.main import main
-from pcfjudge.tooling.bench.cache_bench import CacheBench, format_report, run
+from pcfjudge_lab.bench.cache_bench import CacheBench, format_report, run
 
 from tests.support.redis_server import RedisServer
 

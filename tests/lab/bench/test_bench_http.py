@@ -7,7 +7,7 @@ import json
 
 import pytest
 from pcfjudge.cli.main import main
-from pcfjudge.tooling.bench.http_report import figures
+from pcfjudge_lab.bench.http_report import figures
 
 pytestmark = pytest.mark.slow
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 from pcfjudge.cli.main import main
-from pcfjudge.tooling.bench.ranking_bench import Judge, RankingBench, metrics, run, sliding_method
+from pcfjudge_lab.bench.ranking_bench import Judge, RankingBench, metrics, run, sliding_method
 
 
 def test_the_table_has_every_method_at_every_size(capsys: pytest.CaptureFixture[str]) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 from pcfjudge.cli.main import main
-from pcfjudge.tooling.bench.reward_bench import RewardBench, format_report, run
+from pcfjudge_lab.bench.reward_bench import RewardBench, format_report, run
 
 pytestmark = pytest.mark.slow
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
-from pcfjudge.tooling.bench.deadline_bench import format_report, run
+from pcfjudge_lab.bench.deadline_bench import format_report, run
 
 
 def test_certified_cut_answers_keep_their_winners_and_the_report_prints_every_figure() -> None:

@@ -9,7 +9,7 @@ import json
 import numpy as np
 import pytest
 from pcfjudge.cli.main import main
-from pcfjudge.tooling.bench.jury_sim import (
+from pcfjudge_lab.bench.jury_sim import (
     SCENARIOS,
     Row,
     Scenario,

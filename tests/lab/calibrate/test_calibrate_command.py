@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from pcfjudge.cli.main import main
-from pcfjudge.tooling.calibrate.pinned import available, pinned_slice
+from pcfjudge_lab.calibrate.pinned import available, pinned_slice
 
 from tests.support.basics import OPENAI_KEY
 from tests.support.inprocess import FakeProvider

@@ -12,11 +12,11 @@ from pcfjudge.cli.main import main
 from pcfjudge.judging.waves import Adaptive
 from pcfjudge.services import Services
 from pcfjudge.settings import Settings
-from pcfjudge.tooling.eval.options import parse_k_option
-from pcfjudge.tooling.eval.rewardbench2.adaptive_k import RULES, replay
-from pcfjudge.tooling.eval.rewardbench2.analysis import ItemRuns
-from pcfjudge.tooling.eval.rewardbench2.collect import Rb2Plan, correct_id, make_task
-from pcfjudge.tooling.eval.rewardbench2.synthetic import load_synthetic
+from pcfjudge_lab.eval.options import parse_k_option
+from pcfjudge_lab.eval.rewardbench2.adaptive_k import RULES, replay
+from pcfjudge_lab.eval.rewardbench2.analysis import ItemRuns
+from pcfjudge_lab.eval.rewardbench2.collect import Rb2Plan, correct_id, make_task
+from pcfjudge_lab.eval.rewardbench2.synthetic import load_synthetic
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

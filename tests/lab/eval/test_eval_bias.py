@@ -1,4 +1,4 @@
-"""Position bias, usability and cost from run-log lines (pcfjudge.tooling.eval.bias), on hand-worked logs."""
+"""Position bias, usability and cost from run-log lines (pcfjudge_lab.eval.bias), on hand-worked logs."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from pcfjudge.cli.main import main
-from pcfjudge.tooling.eval import bias
+from pcfjudge_lab.eval import bias
 
 
 def _listwise(order: list[str], ranks: dict[str, int], **extra: Any) -> dict[str, Any]:

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 from pcfjudge.cli.main import main
-from pcfjudge.tooling.eval.data import BUNDLED, DATA_DIR, HubData, bundled, resolve
-from pcfjudge.tooling.eval.judgebench.loader import load_judgebench
+from pcfjudge_lab.eval.data import BUNDLED, DATA_DIR, HubData, bundled, resolve
+from pcfjudge_lab.eval.judgebench.loader import load_judgebench
 
 from tests.support.basics import ROOT
 
@@ -197,7 +197,7 @@ def test_the_hub_without_the_extra_says_which_to_install(
 ) -> None:
     monkeypatch.setitem(sys.modules, "datasets", None)  # import datasets now raises ImportError
     assert main(["eval", "judgebench", "--data", "hub", "--out", str(tmp_path / "o")]) == 2
-    assert "pip install 'pcfjudge[hub]'" in capsys.readouterr().err
+    assert "pip install 'pcfjudge-lab[hub]'" in capsys.readouterr().err
 
 
 # ── from a fresh install: the wheel alone, in a directory with nothing beside it ─────────────────────────────────
@@ -213,8 +213,8 @@ def test_judgebench_by_name_from_a_fresh_install(tmp_path: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
     for data in BUNDLED.values():
         shipped = {
-            f"pcfjudge/tooling/data/{data.file}",
-            *(f"pcfjudge/tooling/data/{Path(data.file).parent}/{n}" for n in NOTES),
+            f"pcfjudge_lab/data/{data.file}",
+            *(f"pcfjudge_lab/data/{Path(data.file).parent}/{n}" for n in NOTES),
         }
         assert shipped <= names, shipped - names
     install = [sys.executable, "-m", "pip", "install", "--no-deps", "--no-index", "-q", "--target", str(target)]
@@ -229,7 +229,7 @@ def test_judgebench_by_name_from_a_fresh_install(tmp_path: Path) -> None:
     summary = json.loads((work / "out" / "summary.json").read_text())
     assert summary["n"] == 12 and summary["model"] == "sim:oracle"
     where = subprocess.run(
-        [sys.executable, "-c", "import pcfjudge.tooling.eval.data as d; print(d.bundled('judgebench:gpt-4o'))"],
+        [sys.executable, "-c", "import pcfjudge_lab.eval.data as d; print(d.bundled('judgebench:gpt-4o'))"],
         cwd=work,
         env=env,
         capture_output=True,

@@ -14,11 +14,11 @@ from pcfjudge.backends.sim import SimBackend
 from pcfjudge.cli.main import main
 from pcfjudge.judging import consensus as cons
 from pcfjudge.judging.run_records import CandidateJudgment, RunJudgments
-from pcfjudge.tooling.eval.accuracy import sign_test
+from pcfjudge_lab.eval.accuracy import sign_test
 
 from tests.support.eval_synth import write_rewardbench2
 
-SAMPLE = "rewardbench2:sample"  # bundled with the package (pcfjudge/tooling/data/)
+SAMPLE = "rewardbench2:sample"  # bundled with the package (pcfjudge_lab/data/)
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
@@ -36,7 +36,7 @@ def _run(judgments: dict[str, dict[str, Any]], rank_source: str) -> RunJudgments
 
 
 def recompute(lines: list[dict[str, Any]], k_max: int = 7, executions: int = 3) -> dict[str, Any]:
-    """An independent re-derivation of the tables from the raw log (not using pcfjudge.tooling.eval.rewardbench2.analysis)."""
+    """An independent re-derivation of the tables from the raw log (not using pcfjudge_lab.eval.rewardbench2.analysis)."""
     items: dict[str, dict[str, Any]] = {}
     for line in lines:
         assert line["error"] is None
@@ -200,7 +200,7 @@ def log_lines_valid(out: Path) -> list[dict[str, Any]]:
 def _displayed_index(data: Path) -> dict[tuple[str, ...], tuple[str, tuple[str, ...]]]:
     """Displayed texts -> (item id, displayed order of candidate ids), for the seed-0 candidate shuffle."""
     from pcfjudge.judging.permutations import schedule
-    from pcfjudge.tooling.eval.rewardbench2.loader import load_rewardbench2
+    from pcfjudge_lab.eval.rewardbench2.loader import load_rewardbench2
 
     index: dict[tuple[str, ...], tuple[str, tuple[str, ...]]] = {}
     for item in load_rewardbench2(data, seed=0):
@@ -245,7 +245,7 @@ def test_missing_eval_extra_tells_how_to_install_it(
 ) -> None:
     monkeypatch.setitem(sys.modules, "tqdm", None)  # import tqdm now raises ImportError
     assert run_rb2(SAMPLE, tmp_path / "out") == 2
-    assert "pip install 'pcfjudge[eval]'" in capsys.readouterr().err
+    assert "pip install -e ./lab" in capsys.readouterr().err
     assert not (tmp_path / "out" / "runs.jsonl").exists()
 
 

@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 from pcfjudge.cli.main import main
 from pcfjudge.judging import apoc
-from pcfjudge.tooling.eval.accuracy import judgebench_pair_score, source_macro
-from pcfjudge.tooling.eval.score import score_judgments_file
+from pcfjudge_lab.eval.accuracy import judgebench_pair_score, source_macro
+from pcfjudge_lab.eval.score import score_judgments_file
 
-JUDGEBENCH = "judgebench:gpt-4o"  # bundled with the package (pcfjudge/tooling/data/)
+JUDGEBENCH = "judgebench:gpt-4o"  # bundled with the package (pcfjudge_lab/data/)
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 LABEL = {"A": "A>B", "B": "B>A", "tie": "A=B"}
 

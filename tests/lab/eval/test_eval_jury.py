@@ -14,7 +14,7 @@ from pcfjudge.judging import apoc, jury
 from pcfjudge.judging import consensus as cons
 from pcfjudge.judging.reliability import Reliability, jury_weights
 from pcfjudge.judging.run_records import CandidateJudgment, RunJudgments
-from pcfjudge.tooling.eval.accuracy import source_macro
+from pcfjudge_lab.eval.accuracy import source_macro
 
 JURY = "sim:default,sim:oracle"
 JUDGEBENCH = "judgebench:gpt-4o"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from tests.support.basics import ROOT
 
-EVAL = ROOT / "app" / "pcfjudge" / "tooling" / "eval"
+EVAL = ROOT / "lab" / "pcfjudge_lab" / "eval"
 
 
 def imported(path: Path) -> set[str]:
@@ -18,5 +18,5 @@ def imported(path: Path) -> set[str]:
 
 def test_no_command_imports_the_cli_and_options_import_no_command() -> None:
     for command in EVAL.glob("*/command.py"):
-        assert "pcfjudge.tooling.eval.eval_command" not in imported(command), command
-    assert not {m for m in imported(EVAL / "options.py") if m.startswith("pcfjudge.tooling.eval")}
+        assert "pcfjudge_lab.eval.eval_command" not in imported(command), command
+    assert not {m for m in imported(EVAL / "options.py") if m.startswith("pcfjudge_lab.eval")}

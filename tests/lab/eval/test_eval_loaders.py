@@ -7,10 +7,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pcfjudge.tooling.eval.accuracy import source_bucket
-from pcfjudge.tooling.eval.data import bundled
-from pcfjudge.tooling.eval.judgebench.loader import load_judgebench
-from pcfjudge.tooling.eval.rewardbench2.loader import FactualityItem, load_rewardbench2
+from pcfjudge_lab.eval.accuracy import source_bucket
+from pcfjudge_lab.eval.data import bundled
+from pcfjudge_lab.eval.judgebench.loader import load_judgebench
+from pcfjudge_lab.eval.rewardbench2.loader import FactualityItem, load_rewardbench2
 
 from tests.support.basics import ROOT
 

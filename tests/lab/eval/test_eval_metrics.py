@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from pcfjudge.tooling.eval.accuracy import (
+from pcfjudge_lab.eval.accuracy import (
     PairedCounts,
     accuracy,
     flip_label,

@@ -11,12 +11,12 @@ from pcfjudge.backends.registry import ResolvedModel
 from pcfjudge.engine.runner import CallOutcome, CallRunner, CallSpec
 from pcfjudge.services import Services
 from pcfjudge.settings import Settings
-from pcfjudge.tooling.eval.harness import judge_all
-from pcfjudge.tooling.eval.replay import ReplayRunner
-from pcfjudge.tooling.eval.rewardbench2.collect import Rb2Plan, make_task, planned_calls
-from pcfjudge.tooling.eval.rewardbench2.loader import FactualityItem
-from pcfjudge.tooling.eval.runlog import PlannedCall
 from pcfjudge.types import CacheMode
+from pcfjudge_lab.eval.harness import judge_all
+from pcfjudge_lab.eval.replay import ReplayRunner
+from pcfjudge_lab.eval.rewardbench2.collect import Rb2Plan, make_task, planned_calls
+from pcfjudge_lab.eval.rewardbench2.loader import FactualityItem
+from pcfjudge_lab.eval.runlog import PlannedCall
 
 ITEM = FactualityItem("Factuality:1", "What is 2+2?", ("4", "5", "22", "four-ish"), 0, "Factuality")
 PLAN = Rb2Plan("sim:oracle", max_k=3, executions=2)

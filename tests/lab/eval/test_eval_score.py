@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from pcfjudge.tooling.eval.score import format_markdown, score_judgments_file
+from pcfjudge_lab.eval.score import format_markdown, score_judgments_file
 
 RECORDS: list[dict[str, object]] = [
     # both games agree with the label (game 2 "B>A" flips to "A>B"): +1 +1 -> correct; game 1 correct

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 from pcfjudge.cli.main import main
-from pcfjudge.tooling.eval.progress import Estimate, paid_run_gate
+from pcfjudge_lab.eval.progress import Estimate, paid_run_gate
 
-SAMPLE = "rewardbench2:sample"  # bundled with the package (pcfjudge/tooling/data/)
+SAMPLE = "rewardbench2:sample"  # bundled with the package (pcfjudge_lab/data/)
 JUDGEBENCH = "judgebench:gpt-4o"
 NUMBERS = ("n", "direct", "final", "diagnostic", "k_curve", "weights")
 

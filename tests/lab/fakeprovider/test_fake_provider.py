@@ -10,8 +10,8 @@ import pytest
 from pcfjudge.backends.sim import SimJudge, SimParams
 from pcfjudge.judging.pairwise_prompts import render_keyed, render_pairwise
 from pcfjudge.judging.prompts import block, new_nonce, render_listwise
-from pcfjudge.tooling.fakeprovider import fake_task as task
-from pcfjudge.tooling.fakeprovider.state import FakeConfig, FakeState
+from pcfjudge_lab.fakeprovider import fake_task as task
+from pcfjudge_lab.fakeprovider.state import FakeConfig, FakeState
 
 from tests.support.basics import CANDIDATES, QUESTION
 from tests.support.inprocess import FakeProvider, listwise_call

@@ -13,9 +13,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pcfjudge.judging import apoc
-from pcfjudge.tooling.eval.accuracy import accuracy, normalize_decision, paired_counts, sign_test, source_macro
-from pcfjudge.tooling.eval.runlog import latest_success
+from pcfjudge.surface import apoc
+
+from pcfjudge_lab.eval.accuracy import accuracy, normalize_decision, paired_counts, sign_test, source_macro
+from pcfjudge_lab.eval.runlog import latest_success
 
 _KEYED_RAN = frozenset({"override_confirmed", "override_rejected", "keyed_failed"})
 SCORING = "a verdict scores 1 when its label equals the pair's label; ties against a strict label and failures score 0"

@@ -13,16 +13,24 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, Literal, get_args
 
-from pcfjudge.engine.pairwise_passes import PairwiseTask, PassName, PlannedPass
-from pcfjudge.engine.runner import CallOutcome
-from pcfjudge.judging import apoc
-from pcfjudge.judging.estimation import check_estimation
-from pcfjudge.judging.pairwise_prompts import render_keyed, render_pairwise
-from pcfjudge.judging.prompts import DEFAULT_STYLE, PromptStyle, new_nonce
-from pcfjudge.tooling.eval.harness import ORACLE_MODEL, Planner, Session
-from pcfjudge.tooling.eval.judgebench.loader import JudgeBenchPair
-from pcfjudge.tooling.eval.progress import Estimate
-from pcfjudge.tooling.eval.runlog import PlannedCall, RunLog, call_line, outcome_fields, service_fields
+from pcfjudge.surface import (
+    DEFAULT_STYLE,
+    CallOutcome,
+    PairwiseTask,
+    PassName,
+    PlannedPass,
+    PromptStyle,
+    apoc,
+    check_estimation,
+    new_nonce,
+    render_keyed,
+    render_pairwise,
+)
+
+from pcfjudge_lab.eval.harness import ORACLE_MODEL, Planner, Session
+from pcfjudge_lab.eval.judgebench.loader import JudgeBenchPair
+from pcfjudge_lab.eval.progress import Estimate
+from pcfjudge_lab.eval.runlog import PlannedCall, RunLog, call_line, outcome_fields, service_fields
 
 PROTOCOL = "apoc"
 PASSES: tuple[PassName, ...] = get_args(PassName)

@@ -8,18 +8,16 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from pcfjudge.engine.judge import prompt_style
-from pcfjudge.judging.pairwise_prompts import pairwise_version
-from pcfjudge.judging.prompts import PromptStyle, listwise_version
-from pcfjudge.settings import Settings
-from pcfjudge.tooling.eval.collection import collect
-from pcfjudge.tooling.eval.data import HubData, resolve
-from pcfjudge.tooling.eval.harness import check_manifest, fail, run_logged
-from pcfjudge.tooling.eval.judgebench.collect import JbCollector
-from pcfjudge.tooling.eval.judgebench.jury_report import build_jury_summary, render_jury_markdown
-from pcfjudge.tooling.eval.judgebench.loader import JudgeBenchPair, load_judgebench, load_judgebench_hub
-from pcfjudge.tooling.eval.judgebench.report import JbMeta, build_summary, render_markdown, write_report
-from pcfjudge.tooling.eval.jury_eval import (
+from pcfjudge.surface import PromptStyle, Settings, listwise_version, pairwise_version, prompt_style
+
+from pcfjudge_lab.eval.collection import collect
+from pcfjudge_lab.eval.data import HubData, resolve
+from pcfjudge_lab.eval.harness import check_manifest, fail, run_logged
+from pcfjudge_lab.eval.judgebench.collect import JbCollector
+from pcfjudge_lab.eval.judgebench.jury_report import build_jury_summary, render_jury_markdown
+from pcfjudge_lab.eval.judgebench.loader import JudgeBenchPair, load_judgebench, load_judgebench_hub
+from pcfjudge_lab.eval.judgebench.report import JbMeta, build_summary, render_markdown, write_report
+from pcfjudge_lab.eval.jury_eval import (
     JurySpec,
     juror_args,
     juror_dir,
@@ -28,9 +26,9 @@ from pcfjudge.tooling.eval.jury_eval import (
     weighings,
     write_jury_report,
 )
-from pcfjudge.tooling.eval.options import check_common, command_line
-from pcfjudge.tooling.eval.progress import missing_eval_extra
-from pcfjudge.tooling.eval.runlog import LOG_NAME, RunLog
+from pcfjudge_lab.eval.options import check_common, command_line
+from pcfjudge_lab.eval.progress import missing_eval_extra
+from pcfjudge_lab.eval.runlog import LOG_NAME, RunLog
 
 OPTIONS = ("data", "hub-repo", "model", "limit", "out", "server", "concurrency", "batch")
 

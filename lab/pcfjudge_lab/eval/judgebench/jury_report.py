@@ -12,9 +12,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pcfjudge.judging import apoc, jury
-from pcfjudge.tooling.eval.judgebench.analysis import SCORING, PairOutcome, analyse, gather
-from pcfjudge.tooling.eval.jury_eval import (
+from pcfjudge.surface import apoc, jury
+
+from pcfjudge_lab.eval.judgebench.analysis import SCORING, PairOutcome, analyse, gather
+from pcfjudge_lab.eval.jury_eval import (
     JurySpec,
     Weighings,
     any_simulated,
@@ -23,7 +24,7 @@ from pcfjudge.tooling.eval.jury_eval import (
     juror_dir,
     simulation_lines,
 )
-from pcfjudge.tooling.eval.report_fmt import delta, p_value, pct, table
+from pcfjudge_lab.eval.report_fmt import delta, p_value, pct, table
 
 
 def _vote(verdicts: Sequence[apoc.Verdict | None], weights: Sequence[float]) -> apoc.Verdict | None:

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pcfjudge.tooling.eval.data import HubData, hub_rows
-from pcfjudge.tooling.eval.records import check_limit, read_jsonl, str_field
+from pcfjudge_lab.eval.data import HubData, hub_rows
+from pcfjudge_lab.eval.records import check_limit, read_jsonl, str_field
 
 _LABELS = frozenset({"A>B", "B>A", "A=B"})
 

@@ -9,10 +9,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pcfjudge.tooling.eval import bias, figures
-from pcfjudge.tooling.eval.accuracy import JUDGEBENCH_BUCKETS
-from pcfjudge.tooling.eval.judgebench.analysis import SCORING, analyse, gather
-from pcfjudge.tooling.eval.report_fmt import (
+from pcfjudge_lab.eval import bias, figures
+from pcfjudge_lab.eval.accuracy import JUDGEBENCH_BUCKETS
+from pcfjudge_lab.eval.judgebench.analysis import SCORING, analyse, gather
+from pcfjudge_lab.eval.report_fmt import (
     delta,
     is_simulation,
     p_value,
@@ -22,7 +22,7 @@ from pcfjudge.tooling.eval.report_fmt import (
     token_totals,
     write_json,
 )
-from pcfjudge.tooling.eval.score import score_judgments_file
+from pcfjudge_lab.eval.score import score_judgments_file
 
 JUDGMENTS = "judgments.jsonl"
 FIGURE = "per_source.png"
@@ -39,7 +39,7 @@ class JbMeta:
 def build_summary(
     out_dir: Path, lines: Sequence[Mapping[str, Any]], meta: JbMeta, pair_ids: Sequence[str] | None
 ) -> dict[str, Any]:
-    """All numbers; also writes ``judgments.jsonl`` and scores it with ``pcfjudge.tooling.eval.score`` (JudgeBench's metric)."""
+    """All numbers; also writes ``judgments.jsonl`` and scores it with ``pcfjudge_lab.eval.score`` (JudgeBench's metric)."""
     pairs, incomplete = gather(lines, pair_ids)
     result = analyse(pairs)
     out_dir.mkdir(parents=True, exist_ok=True)

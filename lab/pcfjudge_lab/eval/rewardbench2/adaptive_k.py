@@ -12,12 +12,12 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pcfjudge.judging.adaptive import StopRule
-from pcfjudge.judging.permutations import max_k as schedule_cap
-from pcfjudge.judging.waves import Adaptive, Waves
-from pcfjudge.tooling.eval.accuracy import accuracy, top1_score
-from pcfjudge.tooling.eval.report_fmt import delta, pct, table
-from pcfjudge.tooling.eval.rewardbench2.analysis import PROPOSED, ItemRuns, winners
+from pcfjudge.surface import Adaptive, StopRule, Waves
+from pcfjudge.surface import max_k as schedule_cap
+
+from pcfjudge_lab.eval.accuracy import accuracy, top1_score
+from pcfjudge_lab.eval.report_fmt import delta, pct, table
+from pcfjudge_lab.eval.rewardbench2.analysis import PROPOSED, ItemRuns, winners
 
 RULES: tuple[StopRule, ...] = ("certified", "confident")
 

@@ -16,11 +16,12 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Protocol
 
-from pcfjudge.judging import consensus as cons
-from pcfjudge.judging.permutations import max_k as schedule_cap
-from pcfjudge.judging.run_records import RunJudgments
-from pcfjudge.tooling.eval.accuracy import accuracy, paired_counts, sign_test, top1_score
-from pcfjudge.tooling.eval.runlog import judgments_from_json, latest_success
+from pcfjudge.surface import RunJudgments
+from pcfjudge.surface import consensus as cons
+from pcfjudge.surface import max_k as schedule_cap
+
+from pcfjudge_lab.eval.accuracy import accuracy, paired_counts, sign_test, top1_score
+from pcfjudge_lab.eval.runlog import judgments_from_json, latest_success
 
 TIE_RULE = "a tied top set scores 1/|winners| when it contains the correct candidate, else 0"
 PROPOSED = cons.PRESETS["proposed"]

@@ -13,14 +13,23 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from pcfjudge.engine import listwise_runs as lw
-from pcfjudge.engine.runner import CallOutcome
-from pcfjudge.judging.parse import parse_listwise
-from pcfjudge.judging.prompts import DEFAULT_STYLE, PromptStyle, new_nonce, render_listwise
-from pcfjudge.tooling.eval.harness import ORACLE_MODEL, Planner, Session
-from pcfjudge.tooling.eval.progress import Estimate
-from pcfjudge.tooling.eval.rewardbench2.loader import FactualityItem
-from pcfjudge.tooling.eval.runlog import (
+from pcfjudge.surface import (
+    DEFAULT_STYLE,
+    LABELS,
+    CallOutcome,
+    ListwiseMode,
+    ListwiseTask,
+    PromptStyle,
+    RunPlan,
+    new_nonce,
+    parse_listwise,
+    render_listwise,
+)
+
+from pcfjudge_lab.eval.harness import ORACLE_MODEL, Planner, Session
+from pcfjudge_lab.eval.progress import Estimate
+from pcfjudge_lab.eval.rewardbench2.loader import FactualityItem
+from pcfjudge_lab.eval.runlog import (
     PlannedCall,
     RunLog,
     call_line,
@@ -28,9 +37,8 @@ from pcfjudge.tooling.eval.runlog import (
     outcome_fields,
     service_fields,
 )
-from pcfjudge.types import LABELS
 
-Request = tuple[lw.ListwiseTask, list[PlannedCall]]
+Request = tuple[ListwiseTask, list[PlannedCall]]
 
 
 @dataclass(frozen=True)
@@ -41,7 +49,7 @@ class Rb2Plan:
     schedule_seed: int = 0
     style: PromptStyle = DEFAULT_STYLE  # the service's for the listwise door (PCFJ_PROMPTS, PCFJ_RATIONALES)
 
-    def requests(self) -> list[tuple[lw.Mode, int]]:
+    def requests(self) -> list[tuple[ListwiseMode, int]]:
         return [("consensus", self.executions), ("repeated_canonical", 1)]
 
 
@@ -53,8 +61,8 @@ def correct_id(item: FactualityItem) -> str:
     return str(item.correct_index)
 
 
-def make_task(item: FactualityItem, plan: Rb2Plan, mode: lw.Mode, executions: int) -> lw.ListwiseTask:
-    return lw.ListwiseTask(
+def make_task(item: FactualityItem, plan: Rb2Plan, mode: ListwiseMode, executions: int) -> ListwiseTask:
+    return ListwiseTask(
         question=item.prompt,
         ids=candidate_ids(item),
         texts=list(item.candidates),
@@ -68,7 +76,7 @@ def make_task(item: FactualityItem, plan: Rb2Plan, mode: lw.Mode, executions: in
     )
 
 
-def planned_calls(item_id: str, task: lw.ListwiseTask, plan: lw.RunPlan) -> list[PlannedCall]:
+def planned_calls(item_id: str, task: ListwiseTask, plan: RunPlan) -> list[PlannedCall]:
     """The runs of the judge's plan for ``task`` as the log knows them (displayed orders as candidate ids)."""
     calls = []
     for run in plan.runs:
@@ -104,7 +112,7 @@ def server_line(item: FactualityItem, model: str, call: PlannedCall, run: dict[s
     return _line(item, model, call, judgments=judgments, rank_source=run.get("rank_source"), **fields)
 
 
-def request_body(task: lw.ListwiseTask) -> dict[str, Any]:
+def request_body(task: ListwiseTask) -> dict[str, Any]:
     """``POST /judge/listwise`` for ``task``, with every run in the answer."""
     body: dict[str, Any] = {
         "question": task.question,

@@ -9,13 +9,12 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from pcfjudge.engine.judge import prompt_style
-from pcfjudge.judging.prompts import PromptStyle, listwise_version
-from pcfjudge.settings import Settings
-from pcfjudge.tooling.eval.collection import collect
-from pcfjudge.tooling.eval.data import HubData, resolve
-from pcfjudge.tooling.eval.harness import check_manifest, fail, run_logged
-from pcfjudge.tooling.eval.jury_eval import (
+from pcfjudge.surface import PromptStyle, Settings, listwise_version, prompt_style
+
+from pcfjudge_lab.eval.collection import collect
+from pcfjudge_lab.eval.data import HubData, resolve
+from pcfjudge_lab.eval.harness import check_manifest, fail, run_logged
+from pcfjudge_lab.eval.jury_eval import (
     JurySpec,
     juror_args,
     juror_dir,
@@ -24,14 +23,14 @@ from pcfjudge.tooling.eval.jury_eval import (
     weighings,
     write_jury_report,
 )
-from pcfjudge.tooling.eval.options import check_common, command_line, parse_k_option
-from pcfjudge.tooling.eval.progress import missing_eval_extra
-from pcfjudge.tooling.eval.rewardbench2.collect import Rb2Collector, Rb2Plan
-from pcfjudge.tooling.eval.rewardbench2.jury_report import build_jury_summary, render_jury_markdown
-from pcfjudge.tooling.eval.rewardbench2.loader import FactualityItem, load_rewardbench2, load_rewardbench2_hub
-from pcfjudge.tooling.eval.rewardbench2.report import Rb2Meta, build_summary, render_markdown, write_report
-from pcfjudge.tooling.eval.rewardbench2.synthetic import PREFIX, load_synthetic
-from pcfjudge.tooling.eval.runlog import LOG_NAME, RunLog
+from pcfjudge_lab.eval.options import check_common, command_line, parse_k_option
+from pcfjudge_lab.eval.progress import missing_eval_extra
+from pcfjudge_lab.eval.rewardbench2.collect import Rb2Collector, Rb2Plan
+from pcfjudge_lab.eval.rewardbench2.jury_report import build_jury_summary, render_jury_markdown
+from pcfjudge_lab.eval.rewardbench2.loader import FactualityItem, load_rewardbench2, load_rewardbench2_hub
+from pcfjudge_lab.eval.rewardbench2.report import Rb2Meta, build_summary, render_markdown, write_report
+from pcfjudge_lab.eval.rewardbench2.synthetic import PREFIX, load_synthetic
+from pcfjudge_lab.eval.runlog import LOG_NAME, RunLog
 
 OPTIONS = (
     "data",

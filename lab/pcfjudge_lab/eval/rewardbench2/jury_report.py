@@ -13,9 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pcfjudge.judging import consensus as cons
-from pcfjudge.judging import jury
-from pcfjudge.tooling.eval.jury_eval import (
+from pcfjudge.surface import consensus as cons
+from pcfjudge.surface import jury
+
+from pcfjudge_lab.eval.jury_eval import (
     JurySpec,
     Weighings,
     any_simulated,
@@ -24,9 +25,9 @@ from pcfjudge.tooling.eval.jury_eval import (
     juror_dir,
     simulation_lines,
 )
-from pcfjudge.tooling.eval.report_fmt import delta, p_value, pct, table
-from pcfjudge.tooling.eval.rewardbench2.analysis import TIE_RULE, ItemRuns, Pick, analyse, gather
-from pcfjudge.tooling.eval.rewardbench2.report import PRESET_NAMES, Rb2Meta
+from pcfjudge_lab.eval.report_fmt import delta, p_value, pct, table
+from pcfjudge_lab.eval.rewardbench2.analysis import TIE_RULE, ItemRuns, Pick, analyse, gather
+from pcfjudge_lab.eval.rewardbench2.report import PRESET_NAMES, Rb2Meta
 
 
 @dataclass(frozen=True)

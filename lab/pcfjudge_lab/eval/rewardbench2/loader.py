@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pcfjudge.tooling.eval.data import HUB_REPOS, HubData, hub_rows
-from pcfjudge.tooling.eval.records import check_limit, read_jsonl, str_field
+from pcfjudge_lab.eval.data import HUB_REPOS, HubData, hub_rows
+from pcfjudge_lab.eval.records import check_limit, read_jsonl, str_field
 
 
 @dataclass(frozen=True)
@@ -89,7 +89,9 @@ def _parquet_rows(path: Path) -> Iterator[tuple[str, Mapping[str, Any]]]:
     try:
         import pyarrow.parquet as pq
     except ImportError as exc:
-        raise RuntimeError(f"reading {path} needs pyarrow: pip install 'pcfjudge[eval]'") from exc
+        raise RuntimeError(
+            f"reading {path} needs pyarrow: pip install -e ./lab (in a clone) or pip install pcfjudge-lab"
+        ) from exc
     for index, row in enumerate(pq.read_table(path).to_pylist(), start=1):
         yield f"{path}: row {index}", row
 

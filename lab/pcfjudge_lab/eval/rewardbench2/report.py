@@ -9,8 +9,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from pcfjudge.tooling.eval import bias, figures
-from pcfjudge.tooling.eval.report_fmt import (
+from pcfjudge_lab.eval import bias, figures
+from pcfjudge_lab.eval.report_fmt import (
     delta,
     is_simulation,
     p_value,
@@ -20,8 +20,8 @@ from pcfjudge.tooling.eval.report_fmt import (
     token_totals,
     write_json,
 )
-from pcfjudge.tooling.eval.rewardbench2 import adaptive_k
-from pcfjudge.tooling.eval.rewardbench2.analysis import TIE_RULE, analyse, gather
+from pcfjudge_lab.eval.rewardbench2 import adaptive_k
+from pcfjudge_lab.eval.rewardbench2.analysis import TIE_RULE, analyse, gather
 
 PRESET_NAMES = {
     "proposed": "Proposed",

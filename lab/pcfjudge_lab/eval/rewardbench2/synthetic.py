@@ -9,7 +9,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from pcfjudge.tooling.eval.rewardbench2.loader import FactualityItem, rewardbench2_items
+from pcfjudge_lab.eval.rewardbench2.loader import FactualityItem, rewardbench2_items
 
 PREFIX = "synthetic:"
 
