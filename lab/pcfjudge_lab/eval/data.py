@@ -1,4 +1,4 @@
-"""What ``pcfjudge eval … --data`` names: benchmark data shipped with the package, the full sets on the hub, or a file.
+"""What ``pcfjudge eval … --data`` names: benchmark data shipped with the lab, the full sets on the hub, or a file.
 
     judgebench:gpt-4o              JudgeBench ``gpt`` split, 350 pairs (bundled, MIT)
     judgebench:claude-3-5-sonnet   JudgeBench ``claude`` split, 270 pairs (bundled, MIT)

@@ -41,7 +41,7 @@ def offline_env(home: Path) -> dict[str, str]:
 def test_each_bundled_file_is_whole_and_has_its_source_licence_and_citation_beside_it(name: str) -> None:
     data = BUNDLED[name]
     path = bundled(name)
-    assert path.is_relative_to(DATA_DIR) and DATA_DIR.is_relative_to(ROOT / "app" / "pcfjudge")
+    assert path.is_relative_to(DATA_DIR) and DATA_DIR.is_relative_to(ROOT / "lab" / "pcfjudge_lab")
     assert len(records(path)) == data.records
     notes = path.parent
     readme = (notes / "README.md").read_text(encoding="utf-8")
@@ -205,11 +205,13 @@ def test_the_hub_without_the_extra_says_which_to_install(
 
 @pytest.mark.slow
 def test_judgebench_by_name_from_a_fresh_install(tmp_path: Path) -> None:
-    """``pip install pcfjudge`` then ``pcfjudge eval judgebench --data judgebench:gpt-4o --model sim:oracle``."""
+    """``pip install pcfjudge pcfjudge-lab`` then ``pcfjudge eval judgebench --data judgebench:gpt-4o --model
+    sim:oracle``: the service's command delegates to the installed lab, which reads its own copy of the data."""
     wheels, target = tmp_path / "wheels", tmp_path / "site"
-    build = [sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "--no-build-isolation", "-q", "-w"]
-    subprocess.run([*build, str(wheels)], check=True, capture_output=True)
-    (wheel,) = wheels.glob("pcfjudge-*.whl")
+    build = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(wheels)]
+    subprocess.run([*build, str(ROOT), str(ROOT / "lab")], check=True, capture_output=True)
+    (service,) = wheels.glob("pcfjudge-*.whl")
+    (wheel,) = wheels.glob("pcfjudge_lab-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
     for data in BUNDLED.values():
         shipped = {
@@ -218,7 +220,7 @@ def test_judgebench_by_name_from_a_fresh_install(tmp_path: Path) -> None:
         }
         assert shipped <= names, shipped - names
     install = [sys.executable, "-m", "pip", "install", "--no-deps", "--no-index", "-q", "--target", str(target)]
-    subprocess.run([*install, str(wheel)], check=True, capture_output=True)
+    subprocess.run([*install, str(service), str(wheel)], check=True, capture_output=True)
     work = tmp_path / "elsewhere"  # no checkout, no data beside it: only what the wheel installed
     work.mkdir()
     env = offline_env(tmp_path / "home") | {"PYTHONPATH": str(target)}
