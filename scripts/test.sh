@@ -23,7 +23,10 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 python3 -m venv .venv
-.venv/bin/pip install -q --disable-pip-version-check -e '.[dev,eval,docs]'
+.venv/bin/pip install -q --disable-pip-version-check -e '.[dev,docs]'
+# The lab (eval, bench, calibrate, the fake provider; a distribution of its own, lab/pyproject.toml), after the service
+# it depends on, so pip takes pcfjudge from the line above: the tests drive its commands and its fake provider.
+.venv/bin/pip install -q --disable-pip-version-check -e ./lab
 # The real llama.cpp engines of tests/backends/engines/, each built once per machine and portably (scripts/llama_flags.sh:
 # no -march=native, no AMX): llama-cpp-python's server (its wheel kept in ~/.cache/pcfjudge, scripts/llama_cpp_python.sh),
 # llama.cpp's own llama-server (built from the same vendored sources into ~/.cache/pcfjudge), and SmolLM2-135M-Instruct's

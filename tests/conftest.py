@@ -16,7 +16,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from pcfjudge.tooling.fakeprovider.state import FakeConfig
+from pcfjudge_lab.fakeprovider.state import FakeConfig
 
 from tests.support.basics import NO_CALIBRATION, SCRUBBED_ENV_PREFIXES
 from tests.support.inprocess import ClientFactory, FakeProvider, app_client, running_fake

@@ -1,5 +1,6 @@
 """The package's shape holds: layers that only point down, no import cycle, one judging path, one name per thing,
-one shape for every front door, and a server that imports none of the tooling.
+one shape for every front door, a server that imports none of the lab, and a lab (``lab/pcfjudge_lab``, a
+distribution of its own) that reaches the service only through ``pcfjudge.surface`` and the top-level package.
 
 ``LAYERS`` is where the layers are written down (docs/development.md draws them). The import graph is read from the
 source (ast): every ``import`` and ``from … import`` anywhere in a module, inside functions and ``if TYPE_CHECKING:``
@@ -29,11 +30,25 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [  # bottom first; a module may impo
     ("wiring", ("services",)),
     ("doors", ("doors",)),  # request → task, result → response, per front door
     ("surfaces", ("api", "client", "integrations", "batch")),
-    ("tooling", ("tooling",)),  # eval, bench, the fake provider: measure the service, never imported by it
+    ("tools", ("surface",)),  # the in-process API for tools: the lab (pcfjudge_lab) imports the service only through it
     ("entry", ("", "_moved", "cli")),  # "": the package itself (its public surface); the pcfjudge command
 ]
-TOOLING = "pcfjudge.tooling"
-ROOT_MODULES = {"__init__", "_moved", "_version", "context", "errors", "jsonl", "services", "settings", "types"}
+LAB = "pcfjudge_lab"  # eval, bench, calibrate, the fake provider: lab/pcfjudge_lab, measures the service from outside
+LAB_PACKAGE = ROOT / "lab" / LAB
+LAB_DOORS = {"pcfjudge", "pcfjudge.surface"}  # what the lab may import of the service
+LAB_DELEGATION = "cli/main.py"  # the one module of the service that imports the lab: lazily, to add its commands
+ROOT_MODULES = {
+    "__init__",
+    "_moved",
+    "_version",
+    "context",
+    "errors",
+    "jsonl",
+    "services",
+    "settings",
+    "surface",
+    "types",
+}
 
 Graph = dict[str, set[str]]
 
@@ -215,9 +230,9 @@ def test_the_checks_catch_an_upward_import_and_a_cycle(tmp_path: Path) -> None:
     assert cycles(edges) == [["pcfjudge.api.app", "pcfjudge.engine.runner", "pcfjudge.types"]]
 
 
-def test_the_server_imports_none_of_the_tooling() -> None:
+def test_the_server_imports_none_of_the_lab() -> None:
     """``pcfjudge serve`` (the command, its app factory, the HTTP protocol class, the lifespan): no module of
-    ``pcfjudge.tooling`` is imported. Checked in a fresh interpreter, uvicorn.run replaced by a recorder."""
+    ``pcfjudge_lab`` is imported. Checked in a fresh interpreter, uvicorn.run replaced by a recorder."""
     script = textwrap.dedent(
         """
         import asyncio, importlib, json, sys
@@ -236,14 +251,104 @@ def test_the_server_imports_none_of_the_tooling() -> None:
                 pass
 
         asyncio.run(lifespan())
-        print(json.dumps(sorted(m for m in sys.modules if m.startswith("pcfjudge"))))
+        print(json.dumps(sorted(m for m in sys.modules if m.startswith("pcfjudge"))))  # pcfjudge_lab too
         """
     )
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True)
     loaded = set(__import__("json").loads(out.stdout.strip().splitlines()[-1]))
     assert "pcfjudge.api.app" in loaded and "pcfjudge.services" in loaded  # it did start the server
-    assert not {m for m in loaded if m.startswith(TOOLING)}, sorted(m for m in loaded if m.startswith(TOOLING))
-    assert not _reach(graph(), "pcfjudge.api.app") & {m for m in modules() if m.startswith(TOOLING)}
+    assert not {m for m in loaded if m.startswith(LAB)}, sorted(m for m in loaded if m.startswith(LAB))
+    assert "pcfjudge.surface" not in _reach(graph(), "pcfjudge.api.app")
+
+
+def _lab_imports(tree: ast.Module) -> list[ast.stmt]:
+    found: list[ast.stmt] = []
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == LAB) or (
+            isinstance(node, ast.Import) and any(alias.name.split(".")[0] == LAB for alias in node.names)
+        ):
+            found.append(node)
+    return found
+
+
+def test_the_service_imports_the_lab_only_to_delegate_its_commands() -> None:
+    """No module of ``app/pcfjudge`` imports ``pcfjudge_lab``, but the CLI, inside a function (lazily, when the lab's
+    command is asked for and the lab is installed); only ``_moved`` (the lab's old names) names its modules besides."""
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE).as_posix()
+        tree = _parse(path.read_text(encoding="utf-8"))
+        found = _lab_imports(tree)
+        if rel != LAB_DELEGATION:
+            assert not found, f"{rel} imports the lab (only {LAB_DELEGATION} may, lazily)"
+            named = [
+                node.value
+                for node in ast.walk(tree)
+                if isinstance(node, ast.Constant)
+                and isinstance(node.value, str)
+                and (node.value == LAB or node.value.startswith(LAB + "."))
+            ]  # a module name in a string (importlib, -m): only _moved's table of the lab's old names
+            assert not named or rel == "_moved.py", f"{rel} names the lab's modules: {named}"
+            continue
+        assert found, f"{rel} no longer delegates to the lab; update LAB_DELEGATION"
+        top_level = {id(node) for node in tree.body}
+        assert not [node for node in found if id(node) in top_level], f"{rel} imports the lab at module level"
+
+
+def test_the_lab_imports_the_service_only_through_the_surface() -> None:
+    """Every import of ``pcfjudge`` anywhere in ``lab/pcfjudge_lab`` (functions and TYPE_CHECKING blocks included) is
+    of ``pcfjudge.surface`` or of a public name of the top-level package."""
+    import pcfjudge
+
+    assert LAB_PACKAGE.is_dir()
+    bad = []
+    for path in sorted(LAB_PACKAGE.rglob("*.py")):
+        rel = path.relative_to(LAB_PACKAGE.parent).as_posix()
+        for node in ast.walk(_parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").split(".")[0] == "pcfjudge":
+                if node.module not in LAB_DOORS:
+                    bad.append(f"{rel}:{node.lineno} from {node.module} import …")
+                elif node.module == "pcfjudge":
+                    bad += [
+                        f"{rel}:{node.lineno} pcfjudge.{a.name}" for a in node.names if a.name not in pcfjudge.__all__
+                    ]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names if a.name.split(".")[0] == "pcfjudge" and a.name not in LAB_DOORS]
+                bad += [f"{rel}:{node.lineno} import {name}" for name in names]
+    assert not bad, "the lab reaches past pcfjudge.surface (re-export the name there):\n" + "\n".join(bad)
+
+
+def test_the_surface_is_what_it_lists_and_the_lab_uses_all_of_it() -> None:
+    """``pcfjudge.surface.__all__`` is the names it loads (its table) and the names mypy sees (its TYPE_CHECKING
+    imports), each resolves, and each is used by the lab: a name no tool imports any more leaves the surface."""
+    import pcfjudge.surface as surface
+
+    own = {
+        name
+        for name, value in vars(surface).items()
+        if callable(value) and getattr(value, "__module__", "") == surface.__name__
+    }
+    own.discard("__getattr__")
+    assert sorted(surface.__all__) == sorted({*surface._LAZY, *surface._SUBMODULES, *own})
+    tree = _parse((PACKAGE / "surface.py").read_text(encoding="utf-8"))
+    guarded = next(n for n in tree.body if isinstance(n, ast.If) and "TYPE_CHECKING" in ast.unparse(n.test))
+    typed = {
+        a.asname or a.name.rpartition(".")[2] for n in guarded.body if isinstance(n, ast.ImportFrom) for a in n.names
+    }
+    assert set(surface.__all__) - own == typed - {"ListwiseRequest", "ListwiseResponse"}  # those two: pcfjudge's own
+    for name in surface.__all__:
+        assert getattr(surface, name) is not None, name
+    used = set()
+    for path in LAB_PACKAGE.rglob("*.py"):
+        for node in ast.walk(_parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module == "pcfjudge.surface":
+                used.update(a.name for a in node.names)
+    assert set(surface.__all__) - used == set(), "surface names no tool uses (remove them)"
+
+
+def test_importing_the_surface_loads_nothing_of_the_service() -> None:
+    script = "import sys, pcfjudge.surface\nprint(sorted(m for m in sys.modules if m.startswith('pcfjudge')))\n"
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True)
+    assert done.stdout.strip() == "['pcfjudge', 'pcfjudge._moved', 'pcfjudge._version', 'pcfjudge.surface']"
 
 
 def test_the_docs_draw_every_layer() -> None:
@@ -256,11 +361,11 @@ def test_the_docs_draw_every_layer() -> None:
 # ── names ──────────────────────────────────────────────────────────────────────────────────────────────────────
 
 
-def test_one_name_per_thing_outside_the_tooling() -> None:
+def test_one_name_per_thing() -> None:
     """No two modules of the service share a file name (a traceback or a search names one thing)."""
     names: dict[str, list[str]] = {}
     for module, (path, package) in modules().items():
-        if not package and not module.startswith(TOOLING):
+        if not package:
             names.setdefault(path.name, []).append(module)
     assert not {name: where for name, where in names.items() if len(where) > 1}
 
@@ -295,7 +400,7 @@ def test_moved_names_still_import_with_a_deprecation_warning() -> None:
         warned
         == "warned: pcfjudge.judge moved to pcfjudge.engine.judge; import it from there (the old name goes in the next release)"
     )
-    assert same == "True True pcfjudge.tooling.eval.harness"
+    assert same == "True True pcfjudge_lab.eval.harness"
 
 
 # ── one judging path ───────────────────────────────────────────────────────────────────────────────────────────

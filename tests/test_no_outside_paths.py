@@ -2,7 +2,7 @@
 
 The package, the tests and the scripts are scanned for paths of one particular machine (absolute home or work
 directories) and for relative paths that climb out of the checkout (``../shared``, ``parents[1].parent``). Benchmark
-data comes from the package itself (``pcfjudge/tooling/data/``, see ``pcfjudge.tooling.eval.data``); a user's own files come from
+data comes from the package itself (``pcfjudge_lab/data/``, see ``pcfjudge_lab.eval.data``); a user's own files come from
 the command line.
 """
 
@@ -46,7 +46,7 @@ def test_the_scan_sees_the_tree() -> None:
     files = {f.relative_to(ROOT).as_posix() for f in scanned_files()}
     assert {
         "app/pcfjudge/cli/main.py",
-        "tests/tooling/eval/test_eval_loaders.py",
+        "tests/lab/eval/test_eval_loaders.py",
         "scripts/test.sh",
         "pyproject.toml",
     } <= files
@@ -79,5 +79,5 @@ def test_no_file_refers_to_a_path_outside_the_repository() -> None:
             f"{where}:{n}: {line.strip()[:160]}" for n, line in enumerate(text.splitlines(), 1) if OUTSIDE.search(line)
         ]
     assert hits == [], (
-        "these refer outside the repository (read pcfjudge/tooling/data/ or tmp_path instead):\n" + "\n".join(hits)
+        "these refer outside the repository (read pcfjudge_lab/data/ or tmp_path instead):\n" + "\n".join(hits)
     )

@@ -1,8 +1,9 @@
 """Import aliases for the modules that moved in 0.2 (the layered layout), kept for one release.
 
-``import pcfjudge.api.schemas.listwise`` (and ``from pcfjudge.judge import Judge``, …) still works: the old name is a
-module that forwards every attribute to the new one (the same objects), after a ``DeprecationWarning`` naming the
-new import. Nothing in the package imports an old name; ``pcfjudge/__init__.py`` installs the finder.
+``import pcfjudge.api.schemas.listwise`` (and ``from pcfjudge.judge import Judge``, ``pcfjudge.tooling.eval``, …) still
+works: the old name is a module that forwards every attribute to the new one (the same objects), after a
+``DeprecationWarning`` naming the new import. Nothing in the package imports an old name; ``pcfjudge/__init__.py``
+installs the finder.
 """
 
 from __future__ import annotations
@@ -29,12 +30,14 @@ MOVED = {
     "pcfjudge.judging.runner": "pcfjudge.engine.runner",
     "pcfjudge.metrics": "pcfjudge.telemetry.metrics",
     "pcfjudge.refusal": "pcfjudge.errors",
-    "pcfjudge.eval": "pcfjudge.tooling.eval",
-    "pcfjudge.bench": "pcfjudge.tooling.bench",
-    "pcfjudge.fakeprovider": "pcfjudge.tooling.fakeprovider",
+    "pcfjudge.eval": "pcfjudge_lab.eval",
+    "pcfjudge.bench": "pcfjudge_lab.bench",
+    "pcfjudge.fakeprovider": "pcfjudge_lab.fakeprovider",
+    "pcfjudge.tooling": "pcfjudge_lab",
 }
 """Old module name → where it lives now (a package's submodules follow it: ``pcfjudge.eval.harness`` →
-``pcfjudge.tooling.eval.harness``)."""
+``pcfjudge_lab.eval.harness``). The lab's old names resolve only where the lab (pcfjudge-lab) is installed; this
+table names it as a string and imports it only when an old name is imported, never otherwise."""
 
 
 def new_name(old: str) -> str | None:

@@ -6,9 +6,9 @@ import json
 
 import pytest
 from pcfjudge.judging.estimation import check_estimation, closed_answer, find_cue
-from pcfjudge.tooling.eval.data import bundled
+from pcfjudge_lab.eval.data import bundled
 
-JUDGEBENCH = [bundled(name) for name in ("judgebench:gpt-4o", "judgebench:claude-3-5-sonnet")]  # pcfjudge/tooling/data/
+JUDGEBENCH = [bundled(name) for name in ("judgebench:gpt-4o", "judgebench:claude-3-5-sonnet")]  # pcfjudge_lab/data/
 
 
 @pytest.mark.parametrize(

@@ -7,8 +7,8 @@ from pcfjudge.backends.sim import SimJudge, SimParams, reference_agreement
 from pcfjudge.engine.listwise_runs import ListwiseTask, plan_runs
 from pcfjudge.judging.prompts import LISTWISE_REF_VERSION, read_blocks, render_listwise
 from pcfjudge.reward.text import chat_text, strip_end_tokens
-from pcfjudge.tooling.fakeprovider import fake_task as task
 from pcfjudge.types import DecodingParams
+from pcfjudge_lab.fakeprovider import fake_task as task
 
 QUESTION = "What is the chemical symbol for gold?"
 

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from pcfjudge.tooling.engine_faults import exit_cause
+from pcfjudge_lab.engine_faults import exit_cause
 
 from tests.support.basics import ROOT
 from tests.support.processes import ProcessExited, background_process

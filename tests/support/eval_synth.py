@@ -1,11 +1,11 @@
-"""Synthetic RewardBench 2 files for the eval-harness tests (records from ``pcfjudge.tooling.eval.rewardbench2.synthetic``)."""
+"""Synthetic RewardBench 2 files for the eval-harness tests (records from ``pcfjudge_lab.eval.rewardbench2.synthetic``)."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from pcfjudge.tooling.eval.rewardbench2.synthetic import records
+from pcfjudge_lab.eval.rewardbench2.synthetic import records
 
 
 def write_rewardbench2(path: Path, n: int, *, seed: int = 7) -> Path:

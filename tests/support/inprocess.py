@@ -16,9 +16,9 @@ from pcfjudge.backends.base import JudgeCall
 from pcfjudge.judging.prompts import new_nonce, render_listwise
 from pcfjudge.services import Services
 from pcfjudge.settings import Settings
-from pcfjudge.tooling.fakeprovider.fake_server import create_fake_app
-from pcfjudge.tooling.fakeprovider.state import FakeConfig
 from pcfjudge.types import DecodingParams
+from pcfjudge_lab.fakeprovider.fake_server import create_fake_app
+from pcfjudge_lab.fakeprovider.state import FakeConfig
 
 from tests.support.basics import ANTHROPIC_KEY, CANDIDATES, OPENAI_KEY, QUESTION
 from tests.support.waits import wait_until
@@ -125,7 +125,7 @@ class FakeProvider:
         self._sock.close()
 
     def faults(self, faults: Sequence[str | dict[str, Any]] | None = None, **knobs: Any) -> dict[str, Any]:
-        """Plan faults (see ``pcfjudge.tooling.fakeprovider.fake_server``); returns the fake's summary."""
+        """Plan faults (see ``pcfjudge_lab.fakeprovider.fake_server``); returns the fake's summary."""
         body = dict(knobs) if faults is None else {"faults": list(faults), **knobs}
         response = self.control.post("/_control/faults", json=body)
         response.raise_for_status()

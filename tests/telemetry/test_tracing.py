@@ -1,5 +1,5 @@
 """Traces (``pcfjudge.telemetry.tracing``): spans exported by the OpenTelemetry SDK's own OTLP/HTTP exporter to a real
-receiver on a free port (``pcfjudge.tooling.otlp_receiver``: an HTTP server that decodes the protobuf
+receiver on a free port (``pcfjudge_lab.otlp_receiver``: an HTTP server that decodes the protobuf
 ``ExportTraceServiceRequest`` with opentelemetry-proto), never an in-memory exporter.
 
 * ``pcfjudge serve`` as a subprocess, with ``OTEL_EXPORTER_OTLP_ENDPOINT``, judging through the fake provider:
@@ -24,7 +24,7 @@ from pathlib import Path
 import httpx
 import pytest
 from pcfjudge.telemetry import tracing
-from pcfjudge.tooling.otlp_receiver import OtlpReceiver, ReceivedSpan
+from pcfjudge_lab.otlp_receiver import OtlpReceiver, ReceivedSpan
 
 from tests.support.basics import CANDIDATES, OPENAI_KEY, QUESTION
 from tests.support.inprocess import FakeProvider, app_client, provider_settings, running_fake

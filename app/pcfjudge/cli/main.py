@@ -1,8 +1,10 @@
-"""The ``pcfjudge`` command: ``serve`` runs the HTTP service; other commands are added by their modules."""
+"""The ``pcfjudge`` command: ``serve`` runs the HTTP service; other commands are added by their modules, the lab's
+(``eval``, ``bench``, ``calibrate``, ``fake-provider``) by ``pcfjudge_lab`` when it is installed."""
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import sys
 from collections.abc import Callable, Sequence
 
@@ -32,22 +34,30 @@ def _openapi(args: argparse.Namespace) -> int:
     return 0
 
 
-def _fake_provider(args: argparse.Namespace) -> int:
-    import uvicorn
+LAB_COMMANDS = ("fake-provider", "eval", "bench", "calibrate")
+"""Commands of the lab, a distribution of its own (pcfjudge-lab, ``lab/`` in the repository): added from
+``pcfjudge_lab.commands`` when it is installed, imported only then (never for ``serve``)."""
+LAB_INSTALL = "pip install -e ./lab (in a clone of the repository) or pip install pcfjudge-lab"
 
-    from pcfjudge.tooling.fakeprovider.fake_server import create_fake_app
-    from pcfjudge.tooling.fakeprovider.state import FakeConfig
 
-    config = FakeConfig(
-        seed=args.seed, latency_ms=args.latency_ms, fail_rate=args.fail_rate, slow_seconds=args.slow_seconds
+def lab_installed() -> bool:
+    """Whether ``pcfjudge_lab`` can be imported (found, not imported)."""
+    try:
+        return importlib.util.find_spec("pcfjudge_lab") is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _lab_missing(command: str) -> int:
+    print(
+        f"pcfjudge {command} is part of the lab (pcfjudge-lab), which is not installed: {LAB_INSTALL}", file=sys.stderr
     )
-    uvicorn.run(create_fake_app(config), host=args.host, port=args.port, log_level=args.log_level)
-    return 0
+    return 2
 
 
 SERVICE_COMMANDS = ("serve", "openapi")
 """Commands whose parser is built without the other commands' modules: ``pcfjudge serve`` imports nothing of
-``pcfjudge.tooling`` (eval, bench, the fake provider), nor the batch and judge commands."""
+``pcfjudge_lab`` (eval, bench, calibrate, the fake provider), nor the batch and judge commands."""
 
 
 def build_parser(service_only: bool = False) -> argparse.ArgumentParser:
@@ -75,28 +85,13 @@ def build_parser(service_only: bool = False) -> argparse.ArgumentParser:
     openapi.set_defaults(func=_openapi)
     if service_only:
         return parser
-    fake = sub.add_parser(
-        "fake-provider", help="run a fake OpenAI/Anthropic server answering with the simulated judge (no keys, no cost)"
-    )
-    fake.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    fake.add_argument("--port", type=int, default=8100, help="port to bind (default 8100)")
-    fake.add_argument("--latency-ms", type=float, default=0.0, help="added latency per call in ms (default 0)")
-    fake.add_argument("--fail-rate", type=float, default=0.0, help="share of calls answered 500 or 429 (default 0)")
-    fake.add_argument("--seed", type=int, default=0, help="seed of the judge and of the random failures")
-    fake.add_argument("--slow-seconds", type=float, default=30.0, help="delay of the 'slow' fault (default 30)")
-    fake.add_argument("--log-level", default="warning", choices=["critical", "error", "warning", "info", "debug"])
-    fake.set_defaults(func=_fake_provider)
-    from pcfjudge.tooling.eval.eval_command import (
-        add_eval_commands,  # argparse only; each eval command imports its work lazily
-    )
+    if lab_installed():
+        from pcfjudge_lab.commands import add_lab_commands  # argparse only; each command imports its work lazily
 
-    add_eval_commands(sub)
-    from pcfjudge.tooling.bench.bench_command import add_bench_commands
-
-    add_bench_commands(sub)
-    from pcfjudge.tooling.calibrate.calibrate_command import add_calibrate_command
-
-    add_calibrate_command(sub)
+        add_lab_commands(sub)
+    else:
+        for name in LAB_COMMANDS:
+            sub.add_parser(name, help=f"(the lab, not installed: {LAB_INSTALL})")
     from pcfjudge.cli.judge_command import add_judge_command
 
     add_judge_command(sub)
@@ -109,6 +104,8 @@ def build_parser(service_only: bool = False) -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     command = next((a for a in argv if not a.startswith("-")), None)
+    if command in LAB_COMMANDS and not lab_installed():
+        return _lab_missing(command)
     parser = build_parser(service_only=command in SERVICE_COMMANDS)
     args = parser.parse_args(argv)
     func: Command | None = getattr(args, "func", None)

@@ -1,9 +1,9 @@
 """What calibration measured of each judge model, and what a jury makes of it: weights and effective jurors. Pure.
 
-A ``Reliability`` record is written by ``pcfjudge calibrate`` (``tooling/calibrate``) per model and prompt version:
-on a pinned slice of the bundled JudgeBench and RewardBench 2 items, PCFJudge with K permutations; ``errors`` holds
-one 0/1 per item (1: the consensus winner was wrong), in the slice's item order, so two records of the same slice
-give the jurors' error correlation.
+A ``Reliability`` record is written by ``pcfjudge calibrate`` (the lab's ``pcfjudge_lab/calibrate``) per model and
+prompt version: on a pinned slice of the lab's bundled JudgeBench and RewardBench 2 items, PCFJudge with K
+permutations; ``errors`` holds one 0/1 per item (1: the consensus winner was wrong), in the slice's item order, so
+two records of the same slice give the jurors' error correlation.
 
 Weights (``PCFJ_JURY_WEIGHTS=calibrated``): the log-odds of each juror's accuracy, ω_j ∝ max(0, ln(p_j / (1 − p_j)))
 with p_j = (correct + 1) / (items + 2) (Laplace: no juror is certain after a finite slice). For independent jurors

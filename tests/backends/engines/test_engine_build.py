@@ -19,7 +19,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from pcfjudge.tooling.engine_faults import engine_gone, exit_cause
+from pcfjudge_lab.engine_faults import engine_gone, exit_cause
 
 from tests.support.engine import EngineDied, engine_process, llama_server_binary, missing_engine
 from tests.support.processes import answers_ok

@@ -10,7 +10,7 @@ from typing import Any
 
 import httpx
 import pytest
-from pcfjudge.tooling.bench.engine_bench import EngineBench, format_report, run
+from pcfjudge_lab.bench.engine_bench import EngineBench, format_report, run
 
 from tests.backends.engines.test_engine_llamacpp import ANSWERS, QUESTION, ok, service_env
 from tests.support.engine import MODEL_NAME, llama_server

@@ -1,0 +1,266 @@
+"""``pcfjudge bench ranking``: many candidates beyond one prompt, the window design and its fit against the published
+ways of getting past one prompt, on one simulated judge, side by side in one run (issue 30's design check).
+
+The judge here is a model of a listwise judge's scores, not the service: a candidate shown in a call scores
+
+    truth + position bias (``bias`` points first, falling linearly to 0 last) + the call's drift + noise,
+
+rounded and clipped to 0–100; the call's drift (``drift`` points, one draw per call) is how a judge's absolute scores
+move from prompt to prompt. Ranks within a call come from its scores. Every method sees the same judge and window:
+
+  windows      ours, exactly as the service runs it (``judging.window_rounds``): the whole order (``rounds``
+               uniform rounds) or the top-10 boundary (two rounds, then boundary steps within ``rounds`` rounds'
+               calls), each call's scores made into Eq. 5 values and fitted onto one scale
+  sliding      RankGPT's sliding window: one back-to-front pass, window w, step w/2, over a first-stage order
+  tournament   TourRank-style: groups of w, the better half of each group goes on, ``tournaments`` tournaments on
+               fresh groupings, a candidate's points are the stages it survived
+  pointwise    each candidate alone in its own call (its score as is)
+
+The first-stage order (what a retriever hands over) is the truth plus ``retriever_sd`` of noise. Reported per method:
+top-10 recall and NDCG@10 against the true top 10, whether the true best is first, Spearman and Kendall of the whole
+order, calls, input tokens (``overhead`` per call plus ``per_candidate`` per candidate shown) and, for ours, the CPU
+of planning and fitting.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from pcfjudge.surface import CandidateJudgment, RunJudgments, WindowRanking, WindowSpec, ranking_of, run_values
+from pcfjudge.surface import consensus as cons
+
+
+@dataclass(frozen=True, slots=True)
+class RankingBench:
+    sizes: tuple[int, ...] = (20, 64, 100, 256, 1000)
+    window: int = 16
+    rounds: int = 4
+    tournaments: int = 2
+    bias: float = 5.0
+    drift: float = 8.0
+    noise: float = 6.0
+    retriever_sd: float = 25.0
+    overhead: int = 600  # input tokens of a prompt's instructions
+    per_candidate: int = 120  # input tokens of one candidate's text
+    seed: int = 0
+    trials: int = 10  # worlds (truths and first-stage orders) each figure is averaged over
+
+
+@dataclass
+class Judge:
+    """The simulated judge: calls made, candidates shown, one score per candidate of a call."""
+
+    truth: list[float]
+    bench: RankingBench
+    rng: random.Random
+    calls: int = 0
+    shown: int = 0
+
+    def call(self, displayed: Sequence[int]) -> list[float]:
+        self.calls += 1
+        self.shown += len(displayed)
+        drift = self.rng.gauss(0, self.bench.drift)
+        last = max(1, len(displayed) - 1)
+        return [
+            min(
+                100.0,
+                max(
+                    0.0,
+                    round(
+                        self.truth[c] + self.bench.bias * (1 - p / last) + drift + self.rng.gauss(0, self.bench.noise)
+                    ),
+                ),
+            )
+            for p, c in enumerate(displayed)
+        ]
+
+    def tokens(self) -> int:
+        return self.calls * self.bench.overhead + self.shown * self.bench.per_candidate
+
+
+@dataclass
+class Outcome:
+    method: str
+    n: int
+    order: list[int]
+    calls: int
+    tokens: int
+    cpu_ms: float | None = None  # one world's; averaged: the median of the worlds'
+    cpu_max_ms: float | None = None  # averaged: the largest of the worlds'
+    metrics: dict[str, float] = field(default_factory=dict)
+
+
+def windows_method(judge: Judge, n: int, rounds: int, top_n: int = 0) -> tuple[list[int], float]:
+    """Ours, exactly as the service runs it (``judging.window_rounds.WindowRanking``, the stepper
+    ``engine.window_runs`` drives): each call's scores made into the run's Eq. 5 values (ranks from the scores),
+    fitted onto one scale; the whole order over ``rounds`` rounds, or with ``top_n`` two rounds and then the
+    ``top_n`` boundary within ``rounds`` rounds' calls. The order and the CPU of everything but the judge's calls
+    (planning, Eq. 5 per run, fitting; ms)."""
+    ranking = WindowRanking(n, WindowSpec(judge.bench.window, rounds, top_n, seed=judge.bench.seed))
+    weights = cons.PRESETS["proposed"]
+    cpu = 0.0
+    started = time.process_time()
+    while windows := ranking.next_windows():
+        for window in windows:
+            cpu += time.process_time() - started
+            scores = judge.call(window)  # the judge's answer (scores, ranks), as parsed: not the service's CPU
+            ranks = cons.ranks_from_scores({str(c): s for c, s in zip(window, scores, strict=True)})
+            run = RunJudgments(
+                {
+                    str(c): CandidateJudgment(s, ranks[str(c)], False, False, False)
+                    for c, s in zip(window, scores, strict=True)
+                }
+            )
+            started = time.process_time()
+            ranking.record(window, {int(cid): v[0] for cid, v in run_values(run, weights).items()})
+    fit = ranking.fit()
+    cpu += time.process_time() - started
+    return ranking_of(fit.scores), cpu * 1000
+
+
+def sliding_method(judge: Judge, first_stage: list[int]) -> list[int]:
+    """RankGPT: windows of w from the back, step w/2, each reordered by its call's scores, one pass."""
+    order, w = list(first_stage), judge.bench.window
+    step = max(1, w // 2)
+    end = len(order)
+    while True:
+        start = max(0, end - w)
+        window = order[start:end]
+        scores = judge.call(window)
+        order[start:end] = [c for _, c in sorted(zip(scores, window, strict=True), key=lambda x: -x[0])]
+        if start == 0:
+            return order
+        end -= step
+
+
+def tournament_method(judge: Judge, n: int, rng: random.Random) -> list[int]:
+    """TourRank-style: in each tournament, groups of w, the better half goes on; points = stages survived."""
+    points = [0] * n
+    for _ in range(judge.bench.tournaments):
+        alive = list(range(n))
+        rng.shuffle(alive)
+        while len(alive) > 1:
+            groups = math.ceil(len(alive) / judge.bench.window)
+            going_on: list[int] = []
+            for g in range(groups):
+                group = alive[g::groups]
+                scores = judge.call(group)
+                ranked = [c for _, c in sorted(zip(scores, group, strict=True), key=lambda x: -x[0])]
+                going_on += ranked[: max(1, len(group) // 2)]
+            for c in going_on:
+                points[c] += 1
+            alive = going_on
+            rng.shuffle(alive)
+    return sorted(range(n), key=lambda c: (-points[c], c))
+
+
+def pointwise_method(judge: Judge, n: int) -> list[int]:
+    scores = [judge.call([c])[0] for c in range(n)]
+    return sorted(range(n), key=lambda c: (-scores[c], c))
+
+
+def metrics(order: list[int], truth: list[float]) -> dict[str, float]:
+    n = len(truth)
+    best = sorted(range(n), key=lambda c: -truth[c])
+    top = set(best[:10])
+    gains = [1.0 if c in top else 0.0 for c in order[:10]]
+    ideal = sum(1 / math.log2(i + 2) for i in range(min(10, n)))
+    position = {c: i for i, c in enumerate(order)}
+    true_position = {c: i for i, c in enumerate(best)}
+    d2 = sum((position[c] - true_position[c]) ** 2 for c in range(n))
+    concordant = sum(
+        1 if (position[a] < position[b]) == (truth[a] > truth[b]) else -1
+        for a in range(n)
+        for b in range(a + 1, n)
+        if truth[a] != truth[b]
+    )
+    pairs = sum(1 for a in range(n) for b in range(a + 1, n) if truth[a] != truth[b])
+    return {
+        "recall@10": len(top & set(order[:10])) / min(10, n),
+        "ndcg@10": sum(g / math.log2(i + 2) for i, g in enumerate(gains)) / ideal,
+        "top1": float(order[0] == best[0]),
+        "spearman": 1 - 6 * d2 / (n * (n * n - 1)),
+        "kendall": concordant / pairs if pairs else 1.0,
+    }
+
+
+def _one(bench: RankingBench, n: int, trial: int) -> list[Outcome]:
+    """Every method on one world (truth and first-stage order) of ``n`` candidates."""
+    world = random.Random(f"ranking-bench:{bench.seed}:{n}:{trial}")
+    truth = [world.uniform(10, 90) for _ in range(n)]
+    first_stage = sorted(range(n), key=lambda c: -(truth[c] + world.gauss(0, bench.retriever_sd)))
+    cpu_ms: dict[int, float] = {}
+
+    def ours(top_n: int) -> Callable[[Judge], list[int]]:
+        def judge(j: Judge) -> list[int]:
+            order, ms = windows_method(j, n, bench.rounds, top_n)
+            cpu_ms[top_n] = ms  # the service's CPU only (the simulated judge's calls are not)
+            return order
+
+        return judge
+
+    methods: list[tuple[str, Callable[[Judge], list[int]]]] = [
+        (f"windows, whole order ({bench.rounds} rounds)", ours(0)),
+        (f"windows, top-10 boundary (≤ {bench.rounds} rounds' calls)", ours(10)),
+        ("sliding window (RankGPT)", lambda j: sliding_method(j, first_stage)),
+        (f"tournament ({bench.tournaments}×)", lambda j: tournament_method(j, n, random.Random(trial))),
+        ("pointwise", lambda j: pointwise_method(j, n)),
+    ]
+    out = []
+    for method, work in methods:
+        judge = Judge(truth, bench, random.Random(f"judge:{bench.seed}:{n}:{trial}:{method}"))
+        order = work(judge)
+        out.append(Outcome(method, n, order, judge.calls, judge.tokens(), metrics=metrics(order, truth)))
+    out[0].cpu_ms, out[1].cpu_ms = cpu_ms[0], cpu_ms[10]
+    return out
+
+
+def run(bench: RankingBench) -> list[Outcome]:
+    """Every method at every size, metrics and counts averaged over ``bench.trials`` worlds."""
+    averaged: list[Outcome] = []
+    for n in bench.sizes:
+        trials = [_one(bench, n, t) for t in range(bench.trials)]
+        for i, first in enumerate(trials[0]):
+            runs = [t[i] for t in trials]
+            mean = {k: sum(r.metrics[k] for r in runs) / len(runs) for k in first.metrics}
+            cpu = [r.cpu_ms for r in runs if r.cpu_ms is not None]
+            averaged.append(
+                Outcome(
+                    first.method,
+                    n,
+                    first.order,
+                    round(sum(r.calls for r in runs) / len(runs)),
+                    round(sum(r.tokens for r in runs) / len(runs)),
+                    statistics.median(cpu) if cpu else None,
+                    max(cpu) if cpu else None,
+                    mean,
+                )
+            )
+    return averaged
+
+
+def format_report(bench: RankingBench, outcomes: list[Outcome]) -> str:
+    head = (
+        f"pcfjudge bench ranking: window {bench.window}, judge with position bias {bench.bias:g}, per-call drift "
+        f"sd {bench.drift:g}, noise sd {bench.noise:g}; first stage = truth + N(0, {bench.retriever_sd:g}); means over "
+        f"{bench.trials} worlds (plan+fit CPU: the median and the largest of them)"
+    )
+    lines = [
+        head,
+        "",
+        "| N | method | recall@10 | NDCG@10 | top-1 | Spearman | Kendall | calls | input tokens | plan+fit CPU |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for o in outcomes:
+        m = o.metrics
+        cpu = f"{o.cpu_ms:.1f} / {o.cpu_max_ms:.1f} ms" if o.cpu_ms is not None and o.cpu_max_ms else "—"
+        lines.append(
+            f"| {o.n} | {o.method} | {m['recall@10']:.2f} | {m['ndcg@10']:.3f} | {m['top1']:.2f} | "
+            f"{m['spearman']:.3f} | {m['kendall']:.3f} | {o.calls} | {o.tokens:,} | {cpu} |"
+        )
+    return "\n".join(lines)
