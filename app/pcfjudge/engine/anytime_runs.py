@@ -74,6 +74,17 @@ def run_event(
             (cons.aggregate(ids, [runs], weights), shares[e]) for e, runs in zip(executions, ok, strict=True) if runs
         ]
         so_far = jury.pool_listwise(ids, [c for c, _ in pairs], [w for _, w in pairs]) if pairs else None
+    return run_fields(record) | {
+        "runs_done": len(done),
+        "runs_planned": total,
+        "winners": so_far.winners if so_far else None,
+        "ranking": so_far.ranking if so_far else None,
+        "consensus": {cid: round(c.consensus, 4) for cid, c in so_far.candidates.items()} if so_far else None,
+    }
+
+
+def run_fields(record: RunRecord) -> dict[str, object]:
+    """A finished run's own fields in its event (docs/streaming.md)."""
     result = record.result
     return {
         "execution": record.execution,
@@ -84,9 +95,4 @@ def run_event(
         "error": record.error,
         "top_set": cons.top_set(result) if result is not None else None,
         "scores": {cid: j.score for cid, j in result.judgments.items()} if result is not None else None,
-        "runs_done": len(done),
-        "runs_planned": total,
-        "winners": so_far.winners if so_far else None,
-        "ranking": so_far.ranking if so_far else None,
-        "consensus": {cid: round(c.consensus, 4) for cid, c in so_far.candidates.items()} if so_far else None,
     }

@@ -20,7 +20,7 @@ from dataclasses import replace
 
 from pcfjudge.backends.registry import ResolvedModel
 from pcfjudge.engine import progress
-from pcfjudge.engine.anytime_runs import needed_ok
+from pcfjudge.engine.anytime_runs import needed_ok, run_fields
 from pcfjudge.engine.failures import JudgingFailed, failure_summary, judging_failed
 from pcfjudge.engine.listwise_runs import ListwiseResult, ListwiseTask, call_specs, fill_record, plan_runs
 from pcfjudge.engine.progress import DEADLINE_KIND
@@ -157,23 +157,8 @@ async def judge_windows(
 def window_event(record: RunRecord, done: int, budget: int, step: int) -> dict[str, object]:
     """A window's run event (docs/streaming.md): the run's own fields; the consensus so far is null, since the
     candidates share one scale only once the rounds are fitted, in the result."""
-    result = record.result
-    return {
-        "execution": record.execution,
-        "index": record.index,
-        "order": record.order,
-        "model": record.model,
-        "cached": record.cached,
-        "error": record.error,
-        "top_set": cons.top_set(result) if result is not None else None,
-        "scores": {cid: j.score for cid, j in result.judgments.items()} if result is not None else None,
-        "runs_done": done,
-        "runs_planned": budget,
-        "step": step,
-        "winners": None,
-        "ranking": None,
-        "consensus": None,
-    }
+    progress_ = {"runs_done": done, "runs_planned": budget, "step": step}
+    return run_fields(record) | progress_ | {"winners": None, "ranking": None, "consensus": None}
 
 
 def _failed(
