@@ -16,7 +16,7 @@ The names, by what they are for:
 * **judging**: ``Judge``, ``prompt_style``, ``JudgingFailed``; the listwise and pairwise tasks and their plans
   (``ListwiseTask``, ``ListwiseResult``, ``ListwiseMode``, ``RunPlan``, ``plan_runs``, ``PairwiseTask``,
   ``PassName``, ``PlannedPass``, ``plan_passes``); one provider call (``CallRunner``, ``CallSpec``,
-  ``CallOutcome``); ``DecodingParams``, ``CacheMode``, ``CallKind``, ``Usage``, ``usd``, ``LABELS``, ``MAX_K``;
+  ``CallOutcome``) and how a judgment's calls run (``Watch``); ``DecodingParams``, ``CacheMode``, ``CallKind``, ``Usage``, ``usd``, ``LABELS``, ``MAX_K``;
 * **models and backends**: ``ResolvedModel``, ``Jury``, ``ModelError``, ``JudgeCall`` (what a backend is asked),
   ``OpenAIBackend`` and ``build_openai`` (an OpenAI-wire backend), the simulated judge (``SimJudge``,
   ``SimParams``, ``shaped``);
@@ -57,6 +57,7 @@ if TYPE_CHECKING:
     from pcfjudge.engine.listwise_runs import ListwiseResult, ListwiseTask, RunPlan, plan_runs
     from pcfjudge.engine.listwise_runs import Mode as ListwiseMode
     from pcfjudge.engine.pairwise_passes import PairwiseTask, PassName, PlannedPass, plan_passes
+    from pcfjudge.engine.progress import Watch
     from pcfjudge.engine.runner import CallOutcome, CallRunner, CallSpec
     from pcfjudge.jsonl import JsonlAppender
     from pcfjudge.judging import apoc, consensus, jury
@@ -111,6 +112,7 @@ _MODULES = {  # module → the names this surface takes from it (an "x as y" is 
     "pcfjudge.engine.judgment_spans": ("traced",),
     "pcfjudge.engine.listwise_runs": ("ListwiseResult", "ListwiseTask", "Mode:ListwiseMode", "RunPlan", "plan_runs"),
     "pcfjudge.engine.pairwise_passes": ("PairwiseTask", "PassName", "PlannedPass", "plan_passes"),
+    "pcfjudge.engine.progress": ("Watch",),
     "pcfjudge.engine.runner": ("CallOutcome", "CallRunner", "CallSpec"),
     "pcfjudge.jsonl": ("JsonlAppender",),
     "pcfjudge.judging.adaptive": ("StopRule",),
@@ -229,6 +231,7 @@ __all__ = [
     "StopRule",
     "StoreError",
     "Usage",
+    "Watch",
     "Waves",
     "WindowRanking",
     "WindowSpec",

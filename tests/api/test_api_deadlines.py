@@ -207,12 +207,12 @@ async def test_openrlhf_adapter_answers_before_its_trainers_timeout(monkeypatch:
 async def test_a_stream_whose_client_is_gone_cancels_its_judgment() -> None:
     """The event generator closed after the first event (the client disconnected): the judgment is cancelled."""
     from pcfjudge.api.streaming import stream
-    from pcfjudge.engine import progress
+    from pcfjudge.engine.progress import PLAIN, Watch
 
     cancelled = asyncio.Event()
 
-    async def judgment() -> dict[str, Any]:
-        progress.emit("run", {"runs_done": 1})
+    async def judgment(watch: Watch) -> dict[str, Any]:
+        watch.emit("run", {"runs_done": 1})
         try:
             await asyncio.sleep(30)  # the rest of the runs, still in flight
         except asyncio.CancelledError:
@@ -220,7 +220,7 @@ async def test_a_stream_whose_client_is_gone_cancels_its_judgment() -> None:
             raise
         return {}
 
-    response = await stream(judgment, None, "req-1")  # answered once the first event is ready
+    response = await stream(judgment, PLAIN, "req-1")  # answered once the first event is ready
     events = response.body_iterator
     assert isinstance(events, AsyncGenerator)
     first = await anext(events)

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from pcfjudge.backends.registry import ResolvedModel
 from pcfjudge.doors.listwise_task import build_task
+from pcfjudge.engine.progress import Watch
 from pcfjudge.engine.runner import CallOutcome, CallRunner, CallSpec
 from pcfjudge.errors import Refusal
 from pcfjudge.schemas.listwise_schema import ListwiseRequest
@@ -34,12 +35,12 @@ class Counting:
         self.started = asyncio.Event()
 
     async def run(
-        self, specs: Sequence[CallSpec], model: ResolvedModel, *, deadline: float, cache_mode: CacheMode = "use"
+        self, specs: Sequence[CallSpec], model: ResolvedModel, *, watch: Watch, cache_mode: CacheMode = "use"
     ) -> list[CallOutcome]:
         self.calls += len(specs)
         self.started.set()
         try:
-            return await self.inner.run(specs, model, deadline=deadline, cache_mode=cache_mode)
+            return await self.inner.run(specs, model, watch=watch, cache_mode=cache_mode)
         except asyncio.CancelledError:
             self.cancelled += len(specs)
             raise

@@ -17,6 +17,7 @@ from pcfjudge.cache.redis_cache import RedisCache, hash_tag
 from pcfjudge.cache.redis_client import connect
 from pcfjudge.engine.failures import JudgingFailed
 from pcfjudge.engine.listwise_runs import ListwiseResult, ListwiseTask, judge_listwise
+from pcfjudge.engine.progress import Watch
 from pcfjudge.engine.runner import Runner
 from pcfjudge.judging.cache_keys import cache_key, item_hash
 from pcfjudge.judging.prompts import PromptStyle
@@ -127,15 +128,15 @@ async def test_changing_any_key_component_misses(redis_server: RedisServer, comp
     runner = Runner(RedisCache(services.cache.shared.client, ttl_s=60))  # type: ignore[attr-defined]
     try:
         sim = services.registry.resolve("sim:default")
-        base = await judge_listwise(make_task(k=1, mode="direct"), sim, runner, PARAMS, deadline=soon(10))
+        base = await judge_listwise(make_task(k=1, mode="direct"), sim, runner, PARAMS, watch=Watch(until=soon(10)))
         assert base.backend_calls == 1
-        repeat = await judge_listwise(make_task(k=1, mode="direct"), sim, runner, PARAMS, deadline=soon(10))
+        repeat = await judge_listwise(make_task(k=1, mode="direct"), sim, runner, PARAMS, watch=Watch(until=soon(10)))
         assert (repeat.backend_calls, repeat.cache_hits) == (0, 1)
         task, model, params = _variant(component)
         if component == "prompt_version":  # the same task in another prompt version (v1, kept selectable)
             task = dataclasses.replace(task, style=PromptStyle("v1"))
         resolved = services.registry.resolve(model)
-        changed = await judge_listwise(task, resolved, runner, params, deadline=soon(10))
+        changed = await judge_listwise(task, resolved, runner, params, watch=Watch(until=soon(10)))
         # "sample" repeats the canonical order twice: sample 0 is the base entry, sample 1 is new.
         expected = (1, 1) if component == "sample" else (1, 0)
         assert (changed.backend_calls, changed.cache_hits) == expected
@@ -270,8 +271,10 @@ async def test_model_string_in_key_separates_models(redis_server: RedisServer) -
     try:
         sim = services.registry.resolve("sim:default")
         other = ResolvedModel("other", "default", backend, Slots(4, 64))
-        await judge_listwise(make_task(k=1, mode="direct"), sim, services.runner, PARAMS, deadline=soon(10))
-        result = await judge_listwise(make_task(k=1, mode="direct"), other, services.runner, PARAMS, deadline=soon(10))
+        await judge_listwise(make_task(k=1, mode="direct"), sim, services.runner, PARAMS, watch=Watch(until=soon(10)))
+        result = await judge_listwise(
+            make_task(k=1, mode="direct"), other, services.runner, PARAMS, watch=Watch(until=soon(10))
+        )
         assert (result.backend_calls, backend.calls) == (1, 2)
     finally:
         await services.aclose()
@@ -289,7 +292,7 @@ async def test_waiting_on_another_replicas_lock_ends_at_the_deadline_without_a_c
     try:
         model = services.registry.resolve("sim:default")
         with pytest.raises(JudgingFailed) as failed:
-            await judge_listwise(task, model, services.runner, PARAMS, deadline=soon(0.3))
+            await judge_listwise(task, model, services.runner, PARAMS, watch=Watch(until=soon(0.3)))
         assert failed.value.status == 504
         # The waiter gives up at the deadline (or is cancelled there: nobody waits for it any more) …
         await asyncio.gather(*services.runner._inflight.values(), return_exceptions=True)

@@ -23,6 +23,7 @@ from pcfjudge.backends.slots import Slots
 from pcfjudge.cache.memory import MemoryCache
 from pcfjudge.engine.failures import JudgingFailed
 from pcfjudge.engine.pairwise_passes import PairwiseResult, PairwiseTask, judge_pairwise, validate_answer
+from pcfjudge.engine.progress import Watch
 from pcfjudge.engine.runner import Runner
 from pcfjudge.judging import apoc
 from pcfjudge.judging.apoc import KeyedPlan, Verdict
@@ -79,7 +80,7 @@ def judge(backend: ScriptedJudge, cache: MemoryCache | None = None, **task: obje
         runner = Runner(cache if cache is not None else MemoryCache(), max_retries=0, retry_base_s=0.0)
         model = ResolvedModel("scripted", "judge", backend, Slots(4, 64))
         t = PairwiseTask(QUESTION, A_TEXT, B_TEXT, **task)  # type: ignore[arg-type]
-        return await judge_pairwise(t, model, runner, DecodingParams(), deadline=soon(5))
+        return await judge_pairwise(t, model, runner, DecodingParams(), watch=Watch(until=soon(5)))
 
     return asyncio.run(main())
 
@@ -207,7 +208,7 @@ def test_estimation_is_detected_from_the_question() -> None:
         runner = Runner(MemoryCache(), max_retries=0)
         model = ResolvedModel("scripted", "judge", backend, Slots(4, 64))
         task = PairwiseTask("Roughly how many piano tuners are there in Chicago?", A_TEXT, B_TEXT)
-        return await judge_pairwise(task, model, runner, DecodingParams(), deadline=soon(5))
+        return await judge_pairwise(task, model, runner, DecodingParams(), watch=Watch(until=soon(5)))
 
     r = asyncio.run(main())
     assert r.estimation.estimation and r.estimation.source == "heuristic" and r.estimation.cue

@@ -17,6 +17,7 @@ from pcfjudge.backends.base import BackendTimeout, Completion, JudgeCall, Provid
 from pcfjudge.backends.registry import ResolvedModel
 from pcfjudge.backends.slots import Saturated, Shed, Slots
 from pcfjudge.cache.memory import MemoryCache
+from pcfjudge.engine.progress import Watch
 from pcfjudge.engine.runner import CallSpec, Runner
 from pcfjudge.errors import Refusal
 from pcfjudge.settings import Settings
@@ -219,7 +220,9 @@ def test_fuzz_reservations_are_made_per_call_task_and_released_exactly_once(
             await asyncio.sleep(request["start_after"])
             specs = [spec(k) for k in request["keys"]]
             deadline = loop.time() + request["deadline"]
-            work = asyncio.create_task(runner.run(specs, model, deadline=deadline, cache_mode=request["mode"]))
+            work = asyncio.create_task(
+                runner.run(specs, model, watch=Watch(until=deadline), cache_mode=request["mode"])
+            )
             if request["leave_after"] is not None:
                 await asyncio.sleep(request["leave_after"])
                 work.cancel()  # the client left

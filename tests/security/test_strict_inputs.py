@@ -97,7 +97,7 @@ async def test_an_unexpected_exception_is_one_json_500_with_the_request_id(caplo
             settings = real.settings
             checked = real.checked
 
-            async def run(self, plan: object) -> object:
+            async def run(self, plan: object, watch: object) -> object:
                 raise RuntimeError("boom in the judge")
 
         services.judge = Broken()  # type: ignore[assignment]

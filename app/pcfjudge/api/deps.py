@@ -7,6 +7,7 @@ from typing import Annotated
 from fastapi import Depends, Request
 
 from pcfjudge.api.jobs.loopback import JOB_SCOPE
+from pcfjudge.engine.progress import PLAIN, AnswerBy, Watch
 from pcfjudge.services import Services
 from pcfjudge.telemetry.metrics import Door, DoorName, Mode
 
@@ -34,3 +35,12 @@ def door(request: Request, name: DoorName, streaming: bool = False) -> Door:
     endpoint = getattr(request.scope.get("route"), "path", None)
     mode: Mode = "job" if JOB_SCOPE in request.scope else "stream" if streaming else "now"
     return Door(endpoint if isinstance(endpoint, str) else "unmatched", name, mode)
+
+
+def watch_of(request: Request, answer_by: AnswerBy | None) -> Watch:
+    """How this request's judgment runs (``engine.progress.Watch``): by the caller's deadline; a job's own request
+    (``JOB_SCOPE``) may take the job's time and reports each call to the job's progress."""
+    job = request.scope.get(JOB_SCOPE)
+    if job is None:
+        return PLAIN if answer_by is None else Watch(answer_by=answer_by)
+    return Watch(answer_by=answer_by, timeout_s=job.timeout_s, on_outcome=job.on_outcome)

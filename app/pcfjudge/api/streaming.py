@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import replace
 from typing import Any
 
 import orjson
@@ -20,25 +21,24 @@ from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from pcfjudge import context
 from pcfjudge.api.error_handlers import as_api_error, error_body
-from pcfjudge.engine import progress
-from pcfjudge.engine.progress import AnswerBy, RunEvent
+from pcfjudge.engine.progress import RunEvent, Watch
 
 _DONE = object()
 
 
 async def stream(
-    judgment: Callable[[], Awaitable[dict[str, Any]]], deadline: AnswerBy | None, request_id: str
+    judgment: Callable[[Watch], Awaitable[dict[str, Any]]], watch: Watch, request_id: str
 ) -> EventSourceResponse:
-    """``judgment()`` (the ordinary response data) as an event stream, once its first event is ready; it runs in a
-    task of this request's context. Raises what the judgment raised if it ends before any event."""
+    """``judgment(watch)`` (the ordinary response data) as an event stream, its events heard through the watch's
+    listener, once its first event is ready; it runs in a task of this request's context. Raises what the judgment
+    raised if it ends before any event."""
     queue: asyncio.Queue[RunEvent | object] = asyncio.Queue()
 
     async def judge() -> dict[str, Any]:
-        with progress.anytime(deadline, queue.put_nowait):
-            try:
-                return await judgment()
-            finally:
-                queue.put_nowait(_DONE)
+        try:
+            return await judgment(replace(watch, listener=queue.put_nowait))
+        finally:
+            queue.put_nowait(_DONE)
 
     task = asyncio.create_task(judge())  # copies this request's context (its id, key and meters)
     try:

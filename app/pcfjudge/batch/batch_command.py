@@ -201,8 +201,8 @@ class ByJuror:
     def __init__(self, probes: dict[str, Any]) -> None:
         self.probes = probes
 
-    async def run(self, specs: Any, model: Any, *, deadline: float, cache_mode: Any = "use") -> Any:
-        return await self.probes[model.string].run(specs, model, deadline=deadline, cache_mode=cache_mode)
+    async def run(self, specs: Any, model: Any, *, watch: Any, cache_mode: Any = "use") -> Any:
+        return await self.probes[model.string].run(specs, model, watch=watch, cache_mode=cache_mode)
 
 
 async def _step(

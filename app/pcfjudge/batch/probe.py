@@ -18,6 +18,7 @@ from pcfjudge.backends.registry import ResolvedModel
 from pcfjudge.batch.store import Results
 from pcfjudge.cache.interface import CacheValue
 from pcfjudge.engine.calls import CallOutcome, CallSpec, from_cache
+from pcfjudge.engine.progress import Watch
 from pcfjudge.engine.runner import CallCache
 from pcfjudge.types import CacheMode
 
@@ -41,7 +42,7 @@ class Probe:
         self.missing: dict[str, Missing] = {}
 
     async def run(
-        self, specs: Sequence[CallSpec], model: ResolvedModel, *, deadline: float, cache_mode: CacheMode = "use"
+        self, specs: Sequence[CallSpec], model: ResolvedModel, *, watch: Watch, cache_mode: CacheMode = "use"
     ) -> list[CallOutcome]:
         values: list[CacheValue | None] = [self.results.values.get(spec.key) for spec in specs]
         asked = [i for i, value in enumerate(values) if value is None]

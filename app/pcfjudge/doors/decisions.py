@@ -2,7 +2,7 @@
 ``judged``: the one place a front door awaits a judgment, so its time and any failure are counted for its door
 (``api.error_handlers`` answers a failure with its 502/503/504). Every record names the judgment's ``Door``: its
 route template, its door (listwise, pairwise, rerank, reward) and mode (now, stream, job); ``api.deps.door`` makes it
-from the request. A reward group is a listwise judgment recorded under door reward (``listwise_watch``)."""
+from the request. A reward group is a listwise judgment recorded under door reward (``listwise_recorder``)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from pcfjudge.engine.listwise_runs import ListwiseResult
 from pcfjudge.engine.pairwise_passes import PairwiseResult
 from pcfjudge.judging.consensus import top_set
 from pcfjudge.judging.jury import JuryReport
-from pcfjudge.reward.scoring import Watch
+from pcfjudge.reward.scoring import Recorder
 from pcfjudge.telemetry import metrics as m
 from pcfjudge.telemetry import tracing
 from pcfjudge.telemetry.metrics import Door, Metrics
@@ -107,13 +107,13 @@ async def judged(door: Door, judgment: Awaitable[R]) -> R:
     return result
 
 
-def listwise_watch(metrics: Metrics, door: Door) -> Watch:
+def listwise_recorder(metrics: Metrics, door: Door) -> Recorder:
     """What a door below the routes (a reward group, ``reward.scoring``) awaits its listwise judgment through:
     ``judged`` and ``record_listwise`` for ``door``."""
 
-    async def watch(judgment: Awaitable[ListwiseResult]) -> ListwiseResult:
+    async def recorded(judgment: Awaitable[ListwiseResult]) -> ListwiseResult:
         result = await judged(door, judgment)
         record_listwise(result, metrics, door)
         return result
 
-    return watch
+    return recorded

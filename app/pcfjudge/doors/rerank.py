@@ -25,6 +25,7 @@ from pcfjudge.doors.listwise_response import to_response
 from pcfjudge.engine.judge import Judge, prompt_style
 from pcfjudge.engine.listwise_runs import ListwiseTask
 from pcfjudge.engine.plan import Plan
+from pcfjudge.engine.progress import Watch
 from pcfjudge.errors import ApiError, client_error
 from pcfjudge.judging import consensus as cons
 from pcfjudge.judging.window_rounds import WindowOptions
@@ -150,11 +151,17 @@ def build_task(
 
 
 async def rerank(
-    judge: Judge, metrics: Metrics, request_id: str, plan: Plan[ListwiseTask], include_runs: bool, door: Door
+    judge: Judge,
+    metrics: Metrics,
+    request_id: str,
+    plan: Plan[ListwiseTask],
+    include_runs: bool,
+    door: Door,
+    watch: Watch,
 ) -> Ranked:
-    """Judge the (checked) plan: the documents best first, with the full listwise detail (its metrics under
-    ``door``)."""
-    result = await judged(door, judge.run(plan))
+    """Judge the (checked) plan as ``watch`` says: the documents best first, with the full listwise detail (its
+    metrics under ``door``)."""
+    result = await judged(door, judge.run(plan, watch))
     record_listwise(result, metrics, door)
     detail = to_response(result, request_id, include_runs)
     if len(plan.task.ids) == 1:  # pointwise, as a reward group of one: the judge's own score, clipped to 0–100

@@ -20,14 +20,15 @@ from dataclasses import dataclass, replace
 from pcfjudge import context
 from pcfjudge.backends.registry import Jury
 from pcfjudge.doors.checks import resolve_model
-from pcfjudge.engine import progress, spend
 from pcfjudge.engine.judge import Judge
+from pcfjudge.engine.progress import PLAIN, Watch
+from pcfjudge.engine.spend import Meter
 from pcfjudge.errors import ApiError, Refusal, client_error
 from pcfjudge.judging import permutations as perms
 from pcfjudge.judging.window_rounds import budget_calls
 from pcfjudge.reward.collector import note_of
 from pcfjudge.reward.rewards import GroupRequest, Rewards
-from pcfjudge.reward.scoring import Failure, GroupSpec, GroupUsage, GroupVerdict, MemberOutcome, Watch, group_k
+from pcfjudge.reward.scoring import Failure, GroupSpec, GroupUsage, GroupVerdict, MemberOutcome, Recorder, group_k
 from pcfjudge.schemas.reward_schema import RewardMode, RewardOptions, RewardSampleResult, RewardUsage, SampleError
 from pcfjudge.settings import Settings
 
@@ -156,15 +157,20 @@ def _check_lengths(s: Settings, item: Item, field: str) -> None:
             raise client_error(f"{field}.{name}", f"at most {s.max_candidate_chars} characters (got {len(text)})")
 
 
-async def judge_plan(s: Settings, rewards: Rewards, plan: Plan, watch: Watch | None = None) -> Judged:
-    """Judge (or collect) every group and shape one result per sample, in order; the groups this request judges are
-    awaited through ``watch`` (``doors.decisions.listwise_watch``: their metrics under the request's door)."""
-    allowance = spend.Meter(s.max_reward_calls_per_request, "PCFJ_MAX_REWARD_CALLS_PER_REQUEST", spend.current())
+async def judge_plan(
+    s: Settings, rewards: Rewards, plan: Plan, record: Recorder | None = None, watch: Watch = PLAIN
+) -> Judged:
+    """Judge (or collect) every group and shape one result per sample, in order; the groups this request judges run
+    as ``watch`` says, within the request's own call allowance (PCFJ_MAX_REWARD_CALLS_PER_REQUEST), and are awaited
+    through ``record`` (``doors.decisions.listwise_recorder``: their metrics under the request's door)."""
+    allowance = Meter(s.max_reward_calls_per_request, "PCFJ_MAX_REWARD_CALLS_PER_REQUEST", watch.meter)
     wait_s = plan.wait_s
-    if (by := progress.answer_by()) is not None:  # the caller's deadline: a group closes in time to be judged
+    if (by := watch.answer_by) is not None:  # the caller's deadline: a group closes in time to be judged
         wait_s = min(wait_s, max(0.0, (by.at - asyncio.get_running_loop().time()) / 2))
-    with _waiting(s, rewards, plan), spend.metering(allowance):
-        verdicts = await rewards.judge_groups(plan.groups, size=plan.size, wait_s=wait_s, watch=watch)
+    with _waiting(s, rewards, plan):
+        verdicts = await rewards.judge_groups(
+            plan.groups, size=plan.size, wait_s=wait_s, record=record, watch=replace(watch, meter=allowance)
+        )
     samples, failures = [], []
     for item, g in zip(plan.items, plan.where, strict=True):
         outcome = verdicts[g].outcome(item.response)

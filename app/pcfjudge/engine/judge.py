@@ -19,7 +19,6 @@ from typing import Any, Literal, Protocol, TypeVar, overload
 from pcfjudge import context
 from pcfjudge.backends.params import decoding_params
 from pcfjudge.backends.registry import Jury, ModelError, Registry, ResolvedModel
-from pcfjudge.engine import progress, spend
 from pcfjudge.engine.judgment_spans import traced
 from pcfjudge.engine.jury_runs import judge_jurors, judge_jury_listwise, pool_pairwise, pool_windows
 from pcfjudge.engine.listwise_runs import ListwiseResult, ListwiseTask, RunPlan, judge_listwise, plan_runs
@@ -32,7 +31,9 @@ from pcfjudge.engine.pairwise_passes import (
     plan_passes,
 )
 from pcfjudge.engine.plan import Plan
+from pcfjudge.engine.progress import PLAIN, Watch
 from pcfjudge.engine.runner import CallRunner
+from pcfjudge.engine.spend import Meter
 from pcfjudge.engine.window_runs import judge_windows, window_spec
 from pcfjudge.errors import Refusal
 from pcfjudge.judging import reliability
@@ -81,10 +82,6 @@ class Judge:
     def using(self, *, runner: CallRunner | None = None, timeout_s: float | None = None) -> Judge:
         """The same judge with another runner (e.g. one that wraps ``self.runner``) or deadline."""
         return replace(self, runner=runner or self.runner, timeout_s=timeout_s or self.timeout_s)
-
-    def _deadline(self) -> float:
-        """When all of a judgment's calls must be done: ``timeout_s`` from now, or a job's time left."""
-        return asyncio.get_running_loop().time() + (progress.work_timeout() or self.timeout_s)
 
     def unguarded(self) -> Judge:
         """The same judge without allowlist, caps or quotas (for the operator's own tools, e.g. eval)."""
@@ -211,37 +208,42 @@ class Judge:
         self.check(plan)
         return plan
 
-    async def listwise(self, task: ListwiseTask) -> ListwiseResult:
-        """PCFJudge: ``run(plan(task))``, checked first."""
-        return await self.run(self.plan(task))
+    async def listwise(self, task: ListwiseTask, watch: Watch = PLAIN) -> ListwiseResult:
+        """PCFJudge: ``run(plan(task), watch)``, checked first."""
+        return await self.run(self.plan(task), watch)
 
-    async def pairwise(self, task: PairwiseTask) -> PairwiseResult:
-        """APOCJudge: ``run(plan(task))``, checked first."""
-        return await self.run(self.plan(task))
+    async def pairwise(self, task: PairwiseTask, watch: Watch = PLAIN) -> PairwiseResult:
+        """APOCJudge: ``run(plan(task), watch)``, checked first."""
+        return await self.run(self.plan(task), watch)
 
     @overload
-    async def run(self, plan: Plan[ListwiseTask]) -> ListwiseResult: ...
+    async def run(self, plan: Plan[ListwiseTask], watch: Watch = ...) -> ListwiseResult: ...
     @overload
-    async def run(self, plan: Plan[PairwiseTask]) -> PairwiseResult: ...
-    async def run(self, plan: Plan[ListwiseTask] | Plan[PairwiseTask]) -> ListwiseResult | PairwiseResult:
-        """Check the plan (a second check of the same plan is cheap: the allowlist is remembered), charge the
-        calling key's quota for its calls, judge it, settle the quota to the attempts made; raises
-        ``JudgingFailed`` (502/503/504) below quorum and ``Refusal`` when the guard or admission control declines."""
+    async def run(self, plan: Plan[PairwiseTask], watch: Watch = ...) -> PairwiseResult: ...
+    async def run(
+        self, plan: Plan[ListwiseTask] | Plan[PairwiseTask], watch: Watch = PLAIN
+    ) -> ListwiseResult | PairwiseResult:
+        """The executor: check the plan (a second check of the same plan is cheap: the allowlist is remembered),
+        charge the calling key's quota for its calls, judge it as ``watch`` says (its deadline, its listener, the
+        request's meter), settle the quota to the attempts made; raises ``JudgingFailed`` (502/503/504) below quorum
+        and ``Refusal`` when the guard or admission control declines."""
         self.check(plan)
         task = plan.task
+        timeout_s = watch.timeout_s or self.timeout_s
+        watch = replace(watch, until=asyncio.get_running_loop().time() + timeout_s)
         if isinstance(task, PairwiseTask):
-            return await traced("pairwise", plan.task, self._spend(plan, lambda: self._pairwise(task, plan)))
-        return await traced("listwise", plan.task, self._spend(plan, lambda: self._listwise(task, plan)))
+            return await traced("pairwise", task, self._spend(plan, watch, lambda w: self._pairwise(task, plan, w)))
+        return await traced("listwise", task, self._spend(plan, watch, lambda w: self._listwise(task, plan, w)))
 
-    async def _listwise(self, task: ListwiseTask, plan: Plan[Any]) -> ListwiseResult:
-        s, deadline = self.settings, self._deadline()
+    async def _listwise(self, task: ListwiseTask, plan: Plan[Any], watch: Watch) -> ListwiseResult:
+        s = self.settings
         if plan.strategy == "windows":
             assert plan.window is not None
             window = plan.window
 
             def windows(m: ResolvedModel, t: ListwiseTask = task) -> Awaitable[ListwiseResult]:
                 return judge_windows(
-                    t, m, self.runner, self.params(m), window=window, deadline=deadline, quorum=s.quorum,
+                    t, m, self.runner, self.params(m), window=window, watch=watch, quorum=s.quorum,
                     min_runs=s.deadline_min_runs,
                 )  # fmt: skip
 
@@ -252,42 +254,40 @@ class Judge:
         if plan.jury is None:
             model = plan.jurors[0]
             return await judge_listwise(
-                task, model, self.runner, self.params(model), deadline=deadline, quorum=s.quorum,
+                task, model, self.runner, self.params(model), watch=watch, quorum=s.quorum,
                 price=s.prices.get(model.string), plan=plan.runs, min_runs=s.deadline_min_runs,
             )  # fmt: skip
         prices = [s.prices.get(m.string) for m in plan.jurors]
         known = [p for p in prices if p is not None]
         dearest = max(known, key=lambda p: p[0] + p[1]) if len(known) == len(prices) else None
         return await judge_jury_listwise(
-            task, plan.jury, self.runner, [self.params(m) for m in plan.jurors], deadline=deadline, quorum=s.quorum,
+            task, plan.jury, self.runner, [self.params(m) for m in plan.jurors], watch=watch, quorum=s.quorum,
             jury_quorum=s.jury_quorum, price=dearest, book=self.reliability, min_runs=s.deadline_min_runs,
         )  # fmt: skip
 
-    async def _pairwise(self, task: PairwiseTask, plan: Plan[Any]) -> PairwiseResult:
-        deadline = self._deadline()
+    async def _pairwise(self, task: PairwiseTask, plan: Plan[Any], watch: Watch) -> PairwiseResult:
         if plan.jury is None:
             model = plan.jurors[0]
-            return await judge_pairwise(task, model, self.runner, self.params(model), deadline=deadline)
+            return await judge_pairwise(task, model, self.runner, self.params(model), watch=watch)
         outcomes = await judge_jurors(
             plan.jury,
-            lambda m: judge_pairwise(replace(task, model=m), m, self.runner, self.params(m), deadline=deadline),
+            lambda m: judge_pairwise(replace(task, model=m), m, self.runner, self.params(m), watch=watch),
         )
         return pool_pairwise(plan.jury, outcomes, self.settings.jury_quorum, self.reliability)
 
-    async def _spend(self, plan: Plan[Any], judgment: Callable[[], Awaitable[R]]) -> R:
+    async def _spend(self, plan: Plan[Any], watch: Watch, judgment: Callable[[Watch], Awaitable[R]]) -> R:
         """Charge the guard for the plan's calls, judge, refund what the judgment did not spend; the result's
         ``cost_usd`` is its usage at the model's price (a jury's: each juror's usage at its own price, None when any
         juror is unpriced), computed here once for the response and the cost metric alike."""
         if self.guard is None:
-            result = await judgment()
+            result = await judgment(watch)
         else:
             charge = await self.guard.charge(plan.calls)
             # Every attempt this judgment makes (retries included; not calls it shares with other requests) counts
             # against PCFJ_MAX_CALLS_PER_REQUEST and the request's own allowance, and is what the quota is charged.
-            meter = spend.Meter(self.settings.max_calls_per_request, "PCFJ_MAX_CALLS_PER_REQUEST", spend.current())
+            meter = Meter(self.settings.max_calls_per_request, "PCFJ_MAX_CALLS_PER_REQUEST", watch.meter)
             try:
-                with spend.metering(meter):
-                    result = await judgment()
+                result = await judgment(replace(watch, meter=meter))
             finally:
                 await charge.settle(meter.made)
         prices = self.settings.prices

@@ -20,13 +20,10 @@ from __future__ import annotations
 import asyncio
 import math
 from collections.abc import Awaitable, Callable, Sequence
-from contextlib import AbstractContextManager, nullcontext
 from dataclasses import replace
-from functools import partial
 from typing import TypeVar
 
 from pcfjudge.backends.registry import Jury, ResolvedModel
-from pcfjudge.engine import progress
 from pcfjudge.engine.anytime_runs import needed_ok, run_event
 from pcfjudge.engine.failures import JudgingFailed, failure_summary, judging_failed
 from pcfjudge.engine.listwise_runs import (
@@ -39,8 +36,8 @@ from pcfjudge.engine.listwise_runs import (
     required_ok,
 )
 from pcfjudge.engine.pairwise_passes import PairwiseResult
-from pcfjudge.engine.progress import DEADLINE_KIND
-from pcfjudge.engine.runner import CallOutcome, CallRunner, CallSpec, reporting
+from pcfjudge.engine.progress import DEADLINE_KIND, Watch
+from pcfjudge.engine.runner import CallOutcome, CallRunner, CallSpec
 from pcfjudge.judging import adaptive, apoc
 from pcfjudge.judging import consensus as cons
 from pcfjudge.judging import jury as pool
@@ -81,7 +78,7 @@ async def judge_jury_listwise(
     runner: CallRunner,
     params: Sequence[DecodingParams],
     *,
-    deadline: float,
+    watch: Watch,
     quorum: float | None,
     jury_quorum: float | None,
     price: tuple[float, float] | None,
@@ -113,7 +110,7 @@ async def judge_jury_listwise(
     for j, juror in enumerate(jury.jurors):
         for record in planned[j]:
             record.model = juror.string
-    made, cut = await _lockstep(task, jury, runner, waves, specs, planned, deadline)
+    made, cut = await _lockstep(task, jury, runner, waves, specs, planned, watch)
     reports, failures, consensuses = [], [], []
     for j, juror in enumerate(jury.jurors):
         keys = sorted(i for jj, i in made if jj == j)
@@ -153,27 +150,24 @@ async def _lockstep(
     waves: Waves,
     specs: list[list[CallSpec]],
     planned: list[list[RunRecord]],
-    deadline: float,
+    watch: Watch,
 ) -> tuple[dict[tuple[int, int], CallOutcome], list[int]]:
     """The jurors' runs wave by wave, every juror's share of a wave at once; the outcomes made (by juror, run) and
     the runs per juror the caller's deadline cut (after which no wave follows)."""
     labels = LABELS[: len(task.ids)]
     made: dict[tuple[int, int], CallOutcome] = {}
     cut = [0] * len(jury.jurors)
-    stream = _live(task, jury, specs, planned)
+    watch = _live(task, jury, specs, planned, watch)
     while wave := waves.next():
         by_juror: dict[int, list[int]] = {}
         for j, i in wave:
             by_juror.setdefault(j, []).append(i)
-        with stream():
-            replies = await asyncio.gather(
-                *(
-                    runner.run(
-                        [specs[j][i] for i in idx], jury.jurors[j], deadline=deadline, cache_mode=task.cache_mode
-                    )
-                    for j, idx in by_juror.items()
-                )
+        replies = await asyncio.gather(
+            *(
+                runner.run([specs[j][i] for i in idx], jury.jurors[j], watch=watch, cache_mode=task.cache_mode)
+                for j, idx in by_juror.items()
             )
+        )
         for (j, idx), outcomes in zip(by_juror.items(), replies, strict=True):
             for i, outcome in zip(idx, outcomes, strict=True):
                 if outcome.error == DEADLINE_KIND:  # the caller's deadline cut it: not made
@@ -189,11 +183,11 @@ async def _lockstep(
 
 
 def _live(
-    task: ListwiseTask, jury: Jury, specs: list[list[CallSpec]], planned: list[list[RunRecord]]
-) -> Callable[[], AbstractContextManager[None]]:
+    task: ListwiseTask, jury: Jury, specs: list[list[CallSpec]], planned: list[list[RunRecord]], watch: Watch
+) -> Watch:
     """With a listener (``stream: true``): a run event per juror run, with the jury's pooled consensus so far."""
-    if progress.listener() is None:
-        return nullcontext
+    if watch.listener is None:
+        return watch
     where = {id(spec): (j, i) for j, row in enumerate(specs) for i, spec in enumerate(row)}
     labels, total, done = LABELS[: len(task.ids)], sum(len(row) for row in planned), []
 
@@ -204,9 +198,9 @@ def _live(
         record = planned[j][i]
         fill_record(record, outcome, labels, task.ids)
         done.append(record)
-        progress.emit("run", run_event(task.ids, task.weights, record, done, total, jury.weights))
+        watch.emit("run", run_event(task.ids, task.weights, record, done, total, jury.weights))
 
-    return partial(reporting, hook)
+    return watch.hooked(hook)
 
 
 def _juror(

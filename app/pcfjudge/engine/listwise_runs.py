@@ -9,20 +9,16 @@ from __future__ import annotations
 
 import math
 from collections import OrderedDict
-from collections.abc import Callable
-from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from functools import lru_cache, partial
 from typing import Literal
 
 from pcfjudge.backends.base import ORACLE_ABSENT, JudgeCall
 from pcfjudge.backends.registry import Jury, ResolvedModel
-from pcfjudge.engine import progress
 from pcfjudge.engine.anytime_runs import certified_despite, deadline_failed, finished, needed_ok, run_event
 from pcfjudge.engine.failures import failure_summary, judging_failed
-from pcfjudge.engine.progress import DEADLINE_KIND
+from pcfjudge.engine.progress import DEADLINE_KIND, Watch
 from pcfjudge.engine.runner import CallOutcome, CallRunner, CallSpec
-from pcfjudge.engine.runner import reporting as runner_reporting
 from pcfjudge.judging import adaptive
 from pcfjudge.judging import consensus as cons
 from pcfjudge.judging import permutations as perms
@@ -189,7 +185,7 @@ async def judge_listwise(
     runner: CallRunner,
     params: DecodingParams,
     *,
-    deadline: float,
+    watch: Watch,
     quorum: float | None = None,
     price: tuple[float, float] | None = None,
     plan: RunPlan | None = None,
@@ -214,7 +210,7 @@ async def judge_listwise(
         prompt_chars=len(call.system) + len(call.user) if call is not None else 0,
         max_output_tokens=params.max_output_tokens,
     )
-    records, outcomes = await _run_waves(task, waves, len(plan.orders), specs, planned, runner, model, deadline)
+    records, outcomes = await _run_waves(task, waves, len(plan.orders), specs, planned, runner, model, watch)
     records, outcomes, cut = finished(records, outcomes)
     needed = needed_ok(len(records), quorum, cut, len(plan.runs), min_runs)
     if cut:
@@ -243,16 +239,15 @@ async def _run_waves(
     planned: list[RunRecord],
     runner: CallRunner,
     model: ResolvedModel,
-    deadline: float,
+    watch: Watch,
 ) -> tuple[list[RunRecord], list[CallOutcome]]:
     """Make the runs ``waves`` hands out, one ``runner.run`` per wave; the runs made (plan order) and outcomes."""
     labels = LABELS[: len(task.ids)]
     made: dict[int, CallOutcome] = {}
-    stream = live(task, planned, specs, len(planned))
+    watch = live(task, planned, specs, len(planned), watch)
     while wave := waves.next():
         at = [execution * per_execution + index for execution, index in wave]
-        with stream():
-            outcomes = await runner.run([specs[j] for j in at], model, deadline=deadline, cache_mode=task.cache_mode)
+        outcomes = await runner.run([specs[j] for j in at], model, watch=watch, cache_mode=task.cache_mode)
         for position, j, outcome in zip(wave, at, outcomes, strict=True):
             fill_record(planned[j], outcome, labels, task.ids)
             waves.record(position, planned[j].result, call=not outcome.cached, usage=outcome.usage)
@@ -262,13 +257,11 @@ async def _run_waves(
     return [planned[j] for j in sorted(made)], [made[j] for j in sorted(made)]
 
 
-def live(
-    task: ListwiseTask, planned: list[RunRecord], specs: list[CallSpec], total: int
-) -> Callable[[], AbstractContextManager[None]]:
-    """With a listener (``stream: true``): a context per wave that reports each run as it finishes, with the
-    consensus of those so far."""
-    if progress.listener() is None:
-        return nullcontext
+def live(task: ListwiseTask, planned: list[RunRecord], specs: list[CallSpec], total: int, watch: Watch) -> Watch:
+    """With a listener (``stream: true``): the watch that reports each run as it finishes, with the consensus of
+    those so far."""
+    if watch.listener is None:
+        return watch
     where = {id(spec): j for j, spec in enumerate(specs)}
     labels = LABELS[: len(task.ids)]
     done: list[RunRecord] = []
@@ -279,9 +272,9 @@ def live(
             return
         fill_record(record, outcome, labels, task.ids)
         done.append(record)
-        progress.emit("run", run_event(task.ids, task.weights, record, done, total))
+        watch.emit("run", run_event(task.ids, task.weights, record, done, total))
 
-    return partial(runner_reporting, hook)
+    return watch.hooked(hook)
 
 
 def _oracle_index(task: ListwiseTask) -> int | None:

@@ -14,17 +14,15 @@ If both orders fail the request fails (``JudgingFailed``, 502/503/504 as for lis
 
 from __future__ import annotations
 
-from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Literal
 
 from pcfjudge.backends.base import JudgeCall
 from pcfjudge.backends.registry import Jury, ResolvedModel
-from pcfjudge.engine import progress
 from pcfjudge.engine.failures import JudgingFailed, judging_failed
-from pcfjudge.engine.progress import DEADLINE_KIND
-from pcfjudge.engine.runner import CallOutcome, CallRunner, CallSpec, reporting
+from pcfjudge.engine.progress import DEADLINE_KIND, Watch
+from pcfjudge.engine.runner import CallOutcome, CallRunner, CallSpec
 from pcfjudge.judging import apoc
 from pcfjudge.judging.cache_keys import cache_key, item_hash
 from pcfjudge.judging.estimation import EstimationCheck, check_estimation
@@ -195,7 +193,7 @@ class _Planner:
 
 
 async def judge_pairwise(
-    task: PairwiseTask, model: ResolvedModel, runner: CallRunner, params: DecodingParams, *, deadline: float
+    task: PairwiseTask, model: ResolvedModel, runner: CallRunner, params: DecodingParams, *, watch: Watch
 ) -> PairwiseResult:
     """Run APOCJudge on one pair (use ``Judge.pairwise``); raises ``JudgingFailed`` only when both orders fail."""
     planner = _Planner(task, model, params)
@@ -203,8 +201,8 @@ async def judge_pairwise(
 
     (direct_spec, direct), (swapped_spec, swapped) = planner.spec("direct"), planner.spec("swapped")
     passes = [direct, swapped]
-    with _live({id(direct_spec): direct, id(swapped_spec): swapped}):
-        outcomes = await runner.run([direct_spec, swapped_spec], model, deadline=deadline, cache_mode=task.cache_mode)
+    both = _live({id(direct_spec): direct, id(swapped_spec): swapped}, watch)
+    outcomes = await runner.run([direct_spec, swapped_spec], model, watch=both, cache_mode=task.cache_mode)
     for record, outcome in zip(passes, outcomes, strict=True):
         _fill(record, outcome)
     if direct.verdict is None and swapped.verdict is None:
@@ -217,8 +215,8 @@ async def judge_pairwise(
     plan = apoc.plan_keyed(direct.verdict, swapped.verdict, enabled=task.keyed, estimation=estimation.estimation)
     if plan.run:
         keyed_spec, keyed = planner.spec("keyed")
-        with _live({id(keyed_spec): keyed}):
-            (keyed_outcome,) = await runner.run([keyed_spec], model, deadline=deadline, cache_mode=task.cache_mode)
+        one = _live({id(keyed_spec): keyed}, watch)
+        (keyed_outcome,) = await runner.run([keyed_spec], model, watch=one, cache_mode=task.cache_mode)
         _fill(keyed, keyed_outcome)
         passes.append(keyed)
         outcomes.append(keyed_outcome)
@@ -238,10 +236,10 @@ async def judge_pairwise(
     )
 
 
-def _live(records: dict[int, PassRecord]) -> AbstractContextManager[None]:
-    """With a listener (``stream: true``): a ``pass`` event as each pass finishes."""
-    if progress.listener() is None:
-        return nullcontext()
+def _live(records: dict[int, PassRecord], watch: Watch) -> Watch:
+    """With a listener (``stream: true``): the watch that sends a ``pass`` event as each pass finishes."""
+    if watch.listener is None:
+        return watch
 
     def hook(spec: CallSpec, outcome: CallOutcome) -> None:
         record = records[id(spec)]
@@ -249,9 +247,9 @@ def _live(records: dict[int, PassRecord]) -> AbstractContextManager[None]:
             return
         _fill(record, outcome)
         data = {"pass": record.name, "order": ["A" if i == 0 else "B" for i in record.order], "model": record.model}
-        progress.emit("pass", data | {"verdict": record.verdict, "cached": record.cached, "error": record.error})
+        watch.emit("pass", data | {"verdict": record.verdict, "cached": record.cached, "error": record.error})
 
-    return reporting(hook)
+    return watch.hooked(hook)
 
 
 def _fill(record: PassRecord, outcome: CallOutcome) -> None:

@@ -1,23 +1,28 @@
-"""Anytime judging (docs/deadlines.md): the caller's deadline and who listens to a judgment as it forms.
+"""How one judgment runs (docs/deadlines.md, docs/streaming.md): a ``Watch``, passed as a value from its front door
+through ``Judge.run`` and the judges to every ``runner.run``. The same plan runs now, streamed or as a job: only its
+watch differs.
 
-Both are context variables set by a front door around one judgment, so they reach the runner and the judges
-without changing any signature, and an in-process caller that sets neither gets today's behaviour.
-
-* ``AnswerBy``: answer at ``at`` (a ``loop.time()`` instant) with the runs finished by then. Runs still in flight
-  either go on into the cache until the request's own timeout (``linger``, PCFJ_DEADLINE_INFLIGHT=finish) or are
-  cancelled (``cancel``); either way they keep their backend slot until they end, so admission counts them.
-* ``working_for``: a job's judgment may take the job's time (PCFJ_JOB_TIMEOUT_S), not one request's.
-* ``listener``: called with a ``RunEvent`` each time a run (a pass) finishes — from the cache or the backend — with
-  the consensus of the runs finished so far (the stream of ``stream: true``).
+* ``answer_by``: answer at ``answer_by.at`` (a ``loop.time()`` instant) with the runs finished by then. Runs still in
+  flight either go on into the cache until the request's own timeout (``linger``, PCFJ_DEADLINE_INFLIGHT=finish) or
+  are cancelled; either way they keep their backend slot until they end, so admission counts them.
+* ``timeout_s``: how long the judgment's calls may take in all (None: the judge's request timeout; a job's time left,
+  PCFJ_JOB_TIMEOUT_S); ``Judge.run`` turns it into ``until``, the instant every call must be done by.
+* ``listener``: called with a ``RunEvent`` each time a run (a pass, a window) finishes — from the cache or the
+  backend — with where the judgment stands (the events of ``stream: true``).
+* ``on_outcome``: called with each call's outcome as it finishes, cache hits first (a job's progress).
+* ``meter``: the backend attempts of the whole request (``spend.Meter``; a reward request's, over all its groups);
+  ``Judge.run`` opens the judgment's own meter within it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
-from dataclasses import dataclass
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from typing import Any
+
+from pcfjudge.engine.calls import CallOutcome, CallSpec
+from pcfjudge.engine.spend import Meter
 
 DEADLINE_KIND = "deadline"
 """The error kind of a run the caller's deadline cut (it was planned, not failed)."""
@@ -37,46 +42,37 @@ class RunEvent:
     data: dict[str, Any]
 
 
-_ANSWER_BY: ContextVar[AnswerBy | None] = ContextVar("pcfjudge_answer_by", default=None)
-_WORK_S: ContextVar[float | None] = ContextVar("pcfjudge_work_s", default=None)
-_LISTENER: ContextVar[Callable[[RunEvent], None] | None] = ContextVar("pcfjudge_listener", default=None)
+Listener = Callable[[RunEvent], None]
+OutcomeHook = Callable[[CallSpec, CallOutcome], None]
 
 
-def answer_by() -> AnswerBy | None:
-    return _ANSWER_BY.get()
+@dataclass(frozen=True, slots=True)
+class Watch:
+    """How one judgment runs: see the module docstring. ``Watch()`` is a plain in-process judgment."""
+
+    answer_by: AnswerBy | None = None
+    timeout_s: float | None = None
+    listener: Listener | None = None
+    on_outcome: OutcomeHook | None = None
+    meter: Meter | None = None
+    until: float = math.inf  # set by ``Judge.run``: when every call must be done (``loop.time()``)
+
+    def emit(self, kind: str, data: dict[str, Any]) -> None:
+        if self.listener is not None:
+            self.listener(RunEvent(kind, data))
+
+    def hooked(self, hook: OutcomeHook) -> Watch:
+        """This watch, with ``hook`` also called for each call's outcome."""
+        if self.on_outcome is None:
+            return replace(self, on_outcome=hook)
+        first = self.on_outcome
+
+        def both(spec: CallSpec, outcome: CallOutcome) -> None:
+            first(spec, outcome)
+            hook(spec, outcome)
+
+        return replace(self, on_outcome=both)
 
 
-def listener() -> Callable[[RunEvent], None] | None:
-    return _LISTENER.get()
-
-
-@contextmanager
-def anytime(deadline: AnswerBy | None = None, on_run: Callable[[RunEvent], None] | None = None) -> Iterator[None]:
-    """Judgments in the block answer by ``deadline`` and report each finished run to ``on_run``."""
-    tokens = (_ANSWER_BY.set(deadline), _LISTENER.set(on_run))
-    try:
-        yield
-    finally:
-        _ANSWER_BY.reset(tokens[0])
-        _LISTENER.reset(tokens[1])
-
-
-def emit(kind: str, data: dict[str, Any]) -> None:
-    hook = _LISTENER.get()
-    if hook is not None:
-        hook(RunEvent(kind, data))
-
-
-def work_timeout() -> float | None:
-    """Seconds a judgment's calls may take in all, when a job says (else None: PCFJ_REQUEST_TIMEOUT_S)."""
-    return _WORK_S.get()
-
-
-@contextmanager
-def working_for(seconds: float) -> Iterator[None]:
-    """Judgments in the block may take ``seconds`` (a job's time left, PCFJ_JOB_TIMEOUT_S), not the request timeout."""
-    token = _WORK_S.set(seconds)
-    try:
-        yield
-    finally:
-        _WORK_S.reset(token)
+PLAIN = Watch()
+"""A judgment run in process, with the judge's own timeout, no deadline, listener or meter above its own."""

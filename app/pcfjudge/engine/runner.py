@@ -12,8 +12,8 @@ Admission control (``Slots.reserve``) admits the calls a request needs before an
 reservation per call task the request starts, released exactly once when the task ends. A call waiting for a slot
 that can no longer meet its deadline is shed (``Shed``: a 503 run failure with Retry-After).
 
-What calls cost (``security.spend``): every attempt, retries included, is counted against the current request's
-meter before it is made (and not made once the meter is spent: ``over_limit``). A call is charged to the request
+What calls cost (``engine.spend``): every attempt, retries included, is counted against the judgment's meter (its
+``Watch``'s) before it is made (and not made once the meter is spent: ``over_limit``). A call is charged to the request
 that started it; a request that joins another request's call in flight, or a second run of the same call in one
 request, gets the answer as a cache hit (``cached``, no usage), as it would from the shared cache.
 """
@@ -23,10 +23,8 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
-from contextvars import ContextVar
-from dataclasses import replace
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import Protocol
 
@@ -35,10 +33,11 @@ from pcfjudge.backends.registry import ResolvedModel
 from pcfjudge.backends.slots import Saturated, Shed
 from pcfjudge.cache.flight import SharedFlight
 from pcfjudge.cache.interface import PARSED, CacheValue
-from pcfjudge.engine import progress, spend
 from pcfjudge.engine.calls import CallOutcome as CallOutcome  # re-exported: the judges and eval import them here
 from pcfjudge.engine.calls import CallSpec as CallSpec
 from pcfjudge.engine.calls import from_cache
+from pcfjudge.engine.progress import DEADLINE_KIND, Watch
+from pcfjudge.engine.spend import Meter
 from pcfjudge.errors import Refusal
 from pcfjudge.judging.parse import OutputError
 from pcfjudge.telemetry import tracing
@@ -65,7 +64,7 @@ class CallRunner(Protocol):
     """What the judges need to make their calls: ``Runner`` itself, or a wrapper such as eval's ``ReplayRunner``."""
 
     async def run(
-        self, specs: Sequence[CallSpec], model: ResolvedModel, *, deadline: float, cache_mode: CacheMode = "use"
+        self, specs: Sequence[CallSpec], model: ResolvedModel, *, watch: Watch, cache_mode: CacheMode = "use"
     ) -> list[CallOutcome]: ...
 
 
@@ -99,16 +98,17 @@ class Runner:
         specs: Sequence[CallSpec],
         model: ResolvedModel,
         *,
-        deadline: float,
+        watch: Watch,
         cache_mode: CacheMode = "use",
     ) -> list[CallOutcome]:
-        """Outcomes in the order of ``specs``; ``deadline`` is a ``loop.time()`` instant.
+        """Outcomes in the order of ``specs``, each reported to ``watch.on_outcome`` as it finishes; every call is
+        done by ``watch.until`` (a ``loop.time()`` instant), and waited for until ``watch.answer_by``.
 
         Raises ``Refusal`` (503) when admission control will not take the calls this needs. When the caller goes
         away (cancelled: its client disconnected) or its deadline passes, every call no other request is waiting
         for is cancelled; calls shared through single flight keep running for the others.
         """
-        hook = _ON_OUTCOME.get()
+        hook, deadline, answer = watch.on_outcome, watch.until, watch.answer_by
         outcomes = await self._cached(specs, cache_mode, hook)
         if tracing.on():
             tracing.cache_hits(model.string, len(specs) - outcomes.count(None))
@@ -116,8 +116,7 @@ class Runner:
         if not misses:
             return [o for o in outcomes if o is not None]
         loop = asyncio.get_running_loop()
-        answer = progress.answer_by()
-        # The caller's deadline (``anytime``): wait until it, and let the calls go on to the request's own deadline.
+        # The caller's deadline (``answer_by``): wait until it, and let the calls go on to the request's own deadline.
         wait_until = deadline if answer is None else min(deadline, answer.at)
         cut = wait_until < deadline
         # No await from here until every task exists: the count reserved is the count of tasks started below.
@@ -130,7 +129,7 @@ class Runner:
         pending: dict[int, asyncio.Task[CallOutcome]] = {}
         owned: set[int] = set()  # runs whose call this request started (the others share a call in flight)
         for n, i in enumerate(misses):
-            task, started = self._join(specs[i], flights[n] if flights else None, model, deadline, cache_mode)
+            task, started = self._join(specs[i], flights[n] if flights else None, model, watch, cache_mode)
             pending[i] = task
             if started:
                 owned.add(i)
@@ -166,7 +165,7 @@ class Runner:
         return outcomes
 
     def _join(
-        self, spec: CallSpec, flight: str | None, model: ResolvedModel, deadline: float, cache_mode: CacheMode
+        self, spec: CallSpec, flight: str | None, model: ResolvedModel, watch: Watch, cache_mode: CacheMode
     ) -> tuple[asyncio.Task[CallOutcome], bool]:
         """The task making ``spec``'s call, shared by every request waiting for the same key (``flight``) in this
         process, and whether this call started it (it then holds one reservation, released when it ends)."""
@@ -176,7 +175,7 @@ class Runner:
             self.observer.single_flight_wait()
             tracing.shared(model.string, "request")
         else:
-            task = asyncio.create_task(self._call_once(spec, model, deadline, cache_mode))
+            task = asyncio.create_task(self._call_once(spec, model, Attempts(watch.until, watch.meter), cache_mode))
             task.add_done_callback(lambda _t: model.limit.release(1))
             if flight is not None:
                 self._inflight[flight] = task
@@ -198,40 +197,38 @@ class Runner:
             del self._inflight[key]
 
     async def _call_once(
-        self, spec: CallSpec, model: ResolvedModel, deadline: float, cache_mode: CacheMode
+        self, spec: CallSpec, model: ResolvedModel, by: Attempts, cache_mode: CacheMode
     ) -> CallOutcome:
         """Across replicas (shared cache only): one holder of the key's lock calls; the others take its answer."""
         if cache_mode == "bypass" or self._flight is None:
-            return await self._call(spec, model, deadline, cache_mode)
+            return await self._call(spec, model, by, cache_mode)
         started = time.perf_counter()
-        claim = await self._flight.claim(spec.key, deadline, fresh=cache_mode == "refresh")
+        claim = await self._flight.claim(spec.key, by.until, fresh=cache_mode == "refresh")
         stored = from_cache(spec, claim.value) if claim.value is not None else None
         if stored is not None:
             stored.latency_ms = _ms(started)
             tracing.shared(model.string, "replica")
             return stored
         try:
-            return await self._call(spec, model, deadline, cache_mode)
+            return await self._call(spec, model, by, cache_mode)
         finally:
             await claim.release()
 
-    async def _call(self, spec: CallSpec, model: ResolvedModel, deadline: float, cache_mode: CacheMode) -> CallOutcome:
+    async def _call(self, spec: CallSpec, model: ResolvedModel, by: Attempts, cache_mode: CacheMode) -> CallOutcome:
         """One backend call, its retries included: in a span of its own when tracing is on (``telemetry.tracing``)."""
         if not tracing.on():
-            return await self._attempts(spec, model, deadline, cache_mode)
+            return await self._attempts(spec, model, by, cache_mode)
         params = spec.call.params
         provider = getattr(model.backend, "provider", model.provider)  # the wire's: openai for an engine too
         with tracing.backend_call(
             provider, model.name, model.string, params.temperature, params.max_output_tokens
         ) as call:
-            outcome = await self._attempts(spec, model, deadline, cache_mode)
+            outcome = await self._attempts(spec, model, by, cache_mode)
             call.ended(outcome.error, outcome.usage)
         return outcome
 
-    async def _attempts(
-        self, spec: CallSpec, model: ResolvedModel, deadline: float, cache_mode: CacheMode
-    ) -> CallOutcome:
-        loop = asyncio.get_running_loop()
+    async def _attempts(self, spec: CallSpec, model: ResolvedModel, by: Attempts, cache_mode: CacheMode) -> CallOutcome:
+        loop, deadline = asyncio.get_running_loop(), by.until
         started = time.perf_counter()
         usage = Usage()
         attempt = 0
@@ -242,7 +239,7 @@ class Runner:
                 return _failure(BackendTimeout("request deadline passed"), started, usage)
             call_started = time.perf_counter()
             try:
-                completion = await _attempt(spec, model, deadline, remaining)
+                completion = await _attempt(spec, model, by, remaining)
                 usage = usage + completion.usage
                 answer = spec.validate(completion.text)
                 parsed = spec.decode(answer) if spec.decode is not None else None
@@ -302,30 +299,28 @@ class Runner:
             task.cancel()
 
 
-async def _attempt(spec: CallSpec, model: ResolvedModel, deadline: float, remaining: float) -> Completion:
-    """One backend attempt: wait for a slot (inside the deadline), count it against the request's meter, call."""
+@dataclass(frozen=True, slots=True)
+class Attempts:
+    """What a call task's attempts answer to: the instant they must be done by, and the meter of the judgment that
+    started the call (None: nothing counted)."""
+
+    until: float
+    meter: Meter | None
+
+
+async def _attempt(spec: CallSpec, model: ResolvedModel, by: Attempts, remaining: float) -> Completion:
+    """One backend attempt: wait for a slot (inside the deadline), count it against the judgment's meter, call."""
     async with asyncio.timeout(remaining):  # waiting for a slot counts against the deadline
         waiting = time.perf_counter()
-        async with model.limit.slot(deadline):
+        async with model.limit.slot(by.until):
             tracing.queued(waiting)  # the slot's wait, on the call's span
-            refused = spend.try_call()  # every attempt is counted; none is made past the allowance
+            refused = by.meter.try_call() if by.meter is not None else None  # every attempt counted; none past it
             if refused is not None:
                 raise OverLimit(f"the request's backend calls ({refused}) are spent; no retry left")
             return await model.backend.complete(spec.call)
 
 
-_ON_OUTCOME: ContextVar[Callable[[CallSpec, CallOutcome], None] | None] = ContextVar("pcfjudge_outcomes", default=None)
 _CUT = "the caller's deadline passed before this run finished (it goes on into the cache unless cancelled)"
-
-
-@contextmanager
-def reporting(hook: Callable[[CallSpec, CallOutcome], None]) -> Iterator[None]:
-    """Every ``run`` in the block calls ``hook(spec, outcome)`` as each of its calls finishes (cache hits first)."""
-    token = _ON_OUTCOME.set(hook)
-    try:
-        yield
-    finally:
-        _ON_OUTCOME.reset(token)
 
 
 async def _reporting(
@@ -355,7 +350,7 @@ def _ended(task: asyncio.Task[CallOutcome], owned: bool, cut: bool) -> CallOutco
     if task.done() and not task.cancelled():
         return _final(task.result(), owned)
     if cut:
-        return CallOutcome(error=progress.DEADLINE_KIND, detail=_CUT, status=504)
+        return CallOutcome(error=DEADLINE_KIND, detail=_CUT, status=504)
     return _failure(BackendTimeout("request deadline passed before the call finished"), 0.0)
 
 

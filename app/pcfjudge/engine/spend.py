@@ -7,16 +7,13 @@ once a meter or its parent has spent its ``limit`` (PCFJ_MAX_CALLS_PER_REQUEST f
 PCFJ_MAX_REWARD_CALLS_PER_REQUEST for a reward request), no further attempt is made and the run fails with
 ``over_limit``.
 
-The meter is found through a context variable, so it follows the request into the tasks it starts: a call task
-counts against the request that started it, and a request that joins another one's call in flight (single flight)
-is charged nothing for it. Outside a request (eval, the benches) there is no meter and nothing is limited.
+The meter travels in the judgment's ``Watch`` (``engine.progress``) to the runner, which hands it to the call task
+it starts: a call counts against the request that started it, and a request that joins another one's call in flight
+(single flight) is charged nothing for it. Outside a request (eval, the benches) there is no meter above the
+judgment's own.
 """
 
 from __future__ import annotations
-
-from collections.abc import Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
 
 
 class Meter:
@@ -40,26 +37,3 @@ class Meter:
             meter.made += 1
             meter = meter.parent
         return None
-
-
-_CURRENT: ContextVar[Meter | None] = ContextVar("pcfjudge_meter", default=None)
-
-
-def current() -> Meter | None:
-    return _CURRENT.get()
-
-
-@contextmanager
-def metering(meter: Meter) -> Iterator[Meter]:
-    """``meter`` counts the attempts made while the block runs (and in every task started inside it)."""
-    token = _CURRENT.set(meter)
-    try:
-        yield meter
-    finally:
-        _CURRENT.reset(token)
-
-
-def try_call() -> str | None:
-    """Count one attempt against the current meter, if any; the refusing setting's name when it is spent."""
-    meter = _CURRENT.get()
-    return meter.try_call() if meter is not None else None

@@ -19,11 +19,10 @@ from __future__ import annotations
 from dataclasses import replace
 
 from pcfjudge.backends.registry import ResolvedModel
-from pcfjudge.engine import progress
 from pcfjudge.engine.anytime_runs import needed_ok, run_fields
 from pcfjudge.engine.failures import JudgingFailed, failure_summary, judging_failed
 from pcfjudge.engine.listwise_runs import ListwiseResult, ListwiseTask, call_specs, fill_record, plan_runs
-from pcfjudge.engine.progress import DEADLINE_KIND
+from pcfjudge.engine.progress import DEADLINE_KIND, Watch
 from pcfjudge.engine.runner import CallOutcome, CallRunner
 from pcfjudge.judging import consensus as cons
 from pcfjudge.judging.prompts import listwise_version
@@ -67,7 +66,7 @@ async def judge_windows(
     params: DecodingParams,
     *,
     window: int,
-    deadline: float,
+    watch: Watch,
     quorum: float | None = None,
     min_runs: int = 2,
 ) -> ListwiseResult:
@@ -81,7 +80,7 @@ async def judge_windows(
     while windows := ranking.next_windows():
         tasks = [window_task(task, w) for w in windows]
         specs = [call_specs(t, plan_runs(t, model.string, params), model, params)[0] for t in tasks]
-        made = await runner.run(specs, model, deadline=deadline, cache_mode=task.cache_mode)
+        made = await runner.run(specs, model, watch=watch, cache_mode=task.cache_mode)
         first = len(records)
         for w, sub, outcome in zip(windows, tasks, made, strict=True):
             if outcome.error == DEADLINE_KIND:
@@ -100,9 +99,9 @@ async def judge_windows(
                 acc = sums[where[cid]]
                 for i in range(_STATS):
                     acc[i] += v[i + 1]
-        if progress.listener() is not None:  # one event per window judged; the fit (the consensus) comes at the end
+        if watch.listener is not None:  # one event per window judged; the fit (the consensus) comes at the end
             for done, record in enumerate(records[first:], first + 1):
-                progress.emit("run", window_event(record, done, ranking.budget, ranking.steps))
+                watch.emit("run", window_event(record, done, ranking.budget, ranking.steps))
     fit = ranking.fit()
     ok = len(records) - ranking.failed
     cut = ranking.stopped == "deadline"

@@ -14,8 +14,9 @@ from functools import partial
 from typing import Protocol
 
 from pcfjudge.engine.judge import Judge
+from pcfjudge.engine.progress import PLAIN, Watch
 from pcfjudge.reward.collector import JudgeFn, LocalCollector
-from pcfjudge.reward.scoring import GroupSpec, GroupVerdict, Watch, judge_group
+from pcfjudge.reward.scoring import GroupSpec, GroupVerdict, Recorder, judge_group
 from pcfjudge.settings import Settings
 
 
@@ -78,14 +79,22 @@ class Rewards:
         return cls(settings, judge, local, shared)
 
     async def judge_groups(
-        self, groups: Sequence[GroupRequest], *, size: int, wait_s: float, watch: Watch | None = None
+        self,
+        groups: Sequence[GroupRequest],
+        *,
+        size: int,
+        wait_s: float,
+        record: Recorder | None = None,
+        watch: Watch = PLAIN,
     ) -> list[GroupVerdict]:
         """Every group's verdict, in order (groups are judged and collected concurrently); the groups this request
-        judges are awaited through ``watch`` (its door's metrics, ``scoring.Watch``)."""
-        return list(await asyncio.gather(*(self._group(g, size, wait_s, watch) for g in groups)))
+        judges run as ``watch`` says and are awaited through ``record`` (its door's metrics, ``scoring.Recorder``)."""
+        return list(await asyncio.gather(*(self._group(g, size, wait_s, record, watch) for g in groups)))
 
-    async def _group(self, group: GroupRequest, size: int, wait_s: float, watch: Watch | None) -> GroupVerdict:
-        judge: JudgeFn = partial(judge_group, self.judge, group.spec, watch=watch)
+    async def _group(
+        self, group: GroupRequest, size: int, wait_s: float, record: Recorder | None, watch: Watch
+    ) -> GroupVerdict:
+        judge: JudgeFn = partial(judge_group, self.judge, group.spec, record=record, watch=watch)
         if len(group.texts) >= size:
             return await judge(group.texts)
         collector = self.shared or self.local

@@ -16,9 +16,10 @@ matters), ``k`` counting rounds (default PCFJ_WINDOW_ROUNDS); the Borda share an
 means over its windows, and the consensus the fitted one (clipped to 0–1 as a reward, as always).
 A failed judgment gives every member of the group a ``Failure`` and no reward: never a made-up number.
 
-A group's judgment is awaited through the ``Watch`` its request's door gives (``doors.decisions.listwise_watch``: the
-judgment's metrics, under door reward); a group collected across requests is judged once, through the watch of the
-request whose judging function the collector kept (the group's first).
+A group's judgment runs as its request's ``Watch`` says (the caller's deadline, the request's meter) and is awaited
+through the ``Recorder`` its request's door gives (``doors.decisions.listwise_recorder``: the judgment's metrics,
+under door reward); a group collected across requests is judged once, through the watch and recorder of the request
+whose judging function the collector kept (the group's first).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from typing import Any, Literal
 from pcfjudge.engine.failures import JudgingFailed
 from pcfjudge.engine.judge import Judge
 from pcfjudge.engine.listwise_runs import ListwiseResult, ListwiseTask
+from pcfjudge.engine.progress import PLAIN, Watch
 from pcfjudge.errors import Refusal
 from pcfjudge.judging import permutations as perms
 from pcfjudge.judging.prompts import listwise_version
@@ -41,7 +43,7 @@ from pcfjudge.settings import Settings
 
 RewardMode = Literal["consensus", "borda", "win"]
 Scoring = Literal["group", "pointwise"]
-Watch = Callable[[Awaitable[ListwiseResult]], Awaitable[ListwiseResult]]
+Recorder = Callable[[Awaitable[ListwiseResult]], Awaitable[ListwiseResult]]
 """Awaits a group's listwise judgment for its door (timing, failures, the decision's metrics) and returns it."""
 
 
@@ -151,14 +153,16 @@ class GroupVerdict:
         return cls(data["model"], outcomes, GroupUsage(**data["usage"]))
 
 
-async def judge_group(judge: Judge, spec: GroupSpec, texts: Sequence[str], watch: Watch | None = None) -> GroupVerdict:
+async def judge_group(
+    judge: Judge, spec: GroupSpec, texts: Sequence[str], record: Recorder | None = None, watch: Watch = PLAIN
+) -> GroupVerdict:
     """Judge the members' responses (duplicates allowed) as one group: past one window (PCFJ_MAX_CANDIDATES), in
     rounds of windows fitted onto one scale (``engine.window_runs``), so rewards compare across the whole group."""
     counts = Counter(texts)
     # Canonical candidate order: a group judged in any arrival order is the same task (same runs, cache keys and
     # rewards), and the order carries no information about the responses (digests, not texts, decide it).
     unique = sorted(counts, key=digest)
-    outcomes, usage = await _judge_unique(judge, spec, unique, counts, watch)
+    outcomes, usage = await _judge_unique(judge, spec, unique, counts, record, watch)
     return GroupVerdict(spec.model, outcomes, usage)
 
 
@@ -170,7 +174,7 @@ def group_k(settings: Settings, k: int | None, distinct: int) -> int:
 
 
 async def _judge_unique(
-    judge: Judge, spec: GroupSpec, texts: list[str], counts: Counter[str], watch: Watch | None
+    judge: Judge, spec: GroupSpec, texts: list[str], counts: Counter[str], record: Recorder | None, watch: Watch
 ) -> tuple[dict[str, MemberOutcome], GroupUsage]:
     n = len(texts)
     k = group_k(judge.settings, spec.k, n)
@@ -188,8 +192,8 @@ async def _judge_unique(
         spec.prompt, ids, texts, k=k, model=spec.model, reference=spec.reference, style=style, windows=windows
     )
     try:
-        judgment = judge.listwise(task)
-        result = await (judgment if watch is None else watch(judgment))
+        judgment = judge.listwise(task, watch)
+        result = await (judgment if record is None else record(judgment))
     except (JudgingFailed, Refusal) as exc:
         failure = Failure(exc.status, exc.kind, exc.detail, exc.retry_after)
         return {digest(t): replace(base, failure=failure) for t in texts}, GroupUsage()

@@ -13,7 +13,7 @@ import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from pcfjudge.surface import CacheMode, CallOutcome, CallRunner, CallSpec, ResolvedModel
+from pcfjudge.surface import CacheMode, CallOutcome, CallRunner, CallSpec, ResolvedModel, Watch
 
 from pcfjudge_lab.eval.runlog import PlannedCall, ReplayKey
 
@@ -52,7 +52,7 @@ class ReplayRunner:
         specs: Sequence[CallSpec],
         model: ResolvedModel,
         *,
-        deadline: float,
+        watch: Watch,
         cache_mode: CacheMode = "use",
     ) -> list[CallOutcome]:
         planned = [self.planned(spec) for spec in specs]
@@ -62,7 +62,7 @@ class ReplayRunner:
             if answer is not None:
                 outcome = CallOutcome(answer=answer, cached=True)
             else:
-                (outcome,) = await self.inner.run([spec], model, deadline=deadline, cache_mode=cache_mode)
+                (outcome,) = await self.inner.run([spec], model, watch=watch, cache_mode=cache_mode)
             self.report(call, outcome)
             return outcome
 

@@ -11,6 +11,7 @@ from pcfjudge.backends.registry import ResolvedModel
 from pcfjudge.engine.runner import CallOutcome, CallRunner, CallSpec
 from pcfjudge.services import Services
 from pcfjudge.settings import Settings
+from pcfjudge.surface import Watch
 from pcfjudge.types import CacheMode
 from pcfjudge_lab.eval.harness import judge_all
 from pcfjudge_lab.eval.replay import ReplayRunner
@@ -29,10 +30,10 @@ class Counting:
         self.inner, self.keys = inner, list[str]()
 
     async def run(
-        self, specs: Sequence[CallSpec], model: ResolvedModel, *, deadline: float, cache_mode: CacheMode = "use"
+        self, specs: Sequence[CallSpec], model: ResolvedModel, *, watch: Watch, cache_mode: CacheMode = "use"
     ) -> list[CallOutcome]:
         self.keys += [spec.key for spec in specs]
-        return await self.inner.run(specs, model, deadline=deadline, cache_mode=cache_mode)
+        return await self.inner.run(specs, model, watch=watch, cache_mode=cache_mode)
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ each one's lease while it runs (docs/api/jobs.md).
   with Retry-After (a quota, an overloaded replica or backend) is waited out and sent again within the job's
   timeout. A resumed job sends its request again: the runs its last runner finished come from the cache.
 * **Heartbeat**: every second (every third of ``PCFJ_JOB_LEASE_S`` if that is shorter), renew the lease and
-  record progress (the calls finished so far, counted through ``engine.runner.reporting``). The store answers "cancelled" (a DELETE, on any replica) or
+  record progress (the calls finished so far, counted through the judgment's ``Watch``, ``on_outcome``). The store answers "cancelled" (a DELETE, on any replica) or
   "lost" (the lease lapsed and another replica took it): the request is stopped as a disconnecting client's is.
 * **End**: the route's status and body (or ``job_timeout`` past ``PCFJ_JOB_TIMEOUT_S`` from the first start), then
   the webhook, if any, in the background. A process that stops gives its running jobs back (queued, the attempt not
@@ -33,8 +33,7 @@ from starlette.types import ASGIApp
 from pcfjudge.api.jobs import loopback, webhooks
 from pcfjudge.api.jobs.job_view import job_json, json_object
 from pcfjudge.cache.job_record import JobRecord, JobStore, StoreUnavailable
-from pcfjudge.engine import progress
-from pcfjudge.engine.runner import CallOutcome, CallSpec, reporting
+from pcfjudge.engine.runner import CallOutcome, CallSpec
 from pcfjudge.settings import Settings
 
 log = logging.getLogger("pcfjudge.jobs")
@@ -178,13 +177,12 @@ class JobRunner:
     async def _execute(self, running: Running) -> loopback.Reply | None:
         """The route's answer, or None when the job was stopped first."""
         record = running.record
-        caller = loopback.JobCaller(record.owner, record.id)
         headers = {**record.headers, "x-request-id": record.id}
         started_s = (record.started_ms or int(time.time() * 1000)) / 1000
         while True:
-            left = max(1.0, started_s + self.settings.job_timeout_s - time.time())
-            with reporting(running.count), progress.working_for(left):  # the job's time, not one request's
-                reply = await loopback.call(self.app, caller, record.endpoint, headers, record.request, running.gone)
+            left = max(1.0, started_s + self.settings.job_timeout_s - time.time())  # the job's time, not a request's
+            caller = loopback.JobCaller(record.owner, record.id, timeout_s=left, on_outcome=running.count)
+            reply = await loopback.call(self.app, caller, record.endpoint, headers, record.request, running.gone)
             if running.reason is not None:
                 return None
             wait = _retry_after(reply)

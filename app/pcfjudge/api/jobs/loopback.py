@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 
 from starlette.types import ASGIApp, Message
 
+from pcfjudge.engine.progress import OutcomeHook
+
 JOB_SCOPE = "pcfjudge.job"
 """The scope key carrying a ``JobCaller`` (set only by ``call``)."""
 
@@ -22,6 +24,8 @@ JOB_SCOPE = "pcfjudge.job"
 class JobCaller:
     owner: str  # the API key's name that submitted the job ("anonymous" with authentication off)
     job_id: str
+    timeout_s: float | None = None  # the judgment's calls may take the job's time left (PCFJ_JOB_TIMEOUT_S)
+    on_outcome: OutcomeHook | None = None  # each call's outcome, as it finishes: the job's progress
 
 
 @dataclass(slots=True)

@@ -9,14 +9,14 @@ import orjson
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
-from pcfjudge.api.deps import door, services_of
+from pcfjudge.api.deps import door, services_of, watch_of
 from pcfjudge.api.error_handlers import ERROR_RESPONSES, STREAM_RESPONSE
 from pcfjudge.api.streaming import stream
 from pcfjudge.doors.anytime import answer_deadline
 from pcfjudge.doors.decisions import judged, record_listwise
 from pcfjudge.doors.listwise_response import response_data
 from pcfjudge.doors.listwise_task import build_plan
-from pcfjudge.engine import progress
+from pcfjudge.engine.progress import Watch
 from pcfjudge.schemas.listwise_schema import ListwiseRequest, ListwiseResponse
 
 router = APIRouter()
@@ -27,16 +27,15 @@ async def judge_listwise_route(body: ListwiseRequest, request: Request) -> Respo
     """PCFJudge: judge the candidates over K permutations and return the permutation consensus (paper Eq. 1–5).
     ``deadline_ms`` (or ``Prefer: wait=<s>``) answers by then; ``stream`` sends server-sent events."""
     services = services_of(request)
-    deadline = answer_deadline(services.settings, body.deadline_ms, request.headers.get("prefer"))
+    watch = watch_of(request, answer_deadline(services.settings, body.deadline_ms, request.headers.get("prefer")))
     plan = build_plan(body, services.settings, services.judge)  # checked here, before any answer
 
-    async def judgment() -> dict[str, Any]:
-        result = await judged(at := door(request, "listwise", body.stream), services.judge.run(plan))
+    async def judgment(watch: Watch) -> dict[str, Any]:
+        result = await judged(at := door(request, "listwise", body.stream), services.judge.run(plan, watch))
         record_listwise(result, services.metrics, at)
         return response_data(result, request.state.request_id, body.include_runs)
 
     if body.stream:
-        return await stream(judgment, deadline, request.state.request_id)
-    with progress.anytime(deadline):
-        data = await judgment()
+        return await stream(judgment, watch, request.state.request_id)
+    data = await judgment(watch)
     return Response(orjson.dumps(data), media_type="application/json")  # a ListwiseResponse, serialised once

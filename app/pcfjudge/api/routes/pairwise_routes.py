@@ -7,14 +7,14 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 
-from pcfjudge.api.deps import ServicesDep, door
+from pcfjudge.api.deps import ServicesDep, door, watch_of
 from pcfjudge.api.error_handlers import ERROR_RESPONSES, STREAM_RESPONSE
 from pcfjudge.api.streaming import stream
 from pcfjudge.doors.anytime import answer_deadline
 from pcfjudge.doors.decisions import judged, record_pairwise
 from pcfjudge.doors.pairwise_response import to_response
 from pcfjudge.doors.pairwise_task import build_plan
-from pcfjudge.engine import progress
+from pcfjudge.engine.progress import Watch
 from pcfjudge.schemas.pairwise_schema import PairwiseRequest, PairwiseResponse
 
 router = APIRouter()
@@ -29,19 +29,18 @@ router = APIRouter()
 async def judge_pairwise_route(body: PairwiseRequest, request: Request, services: ServicesDep) -> Any:
     """APOCJudge: judge both orders; on disagreement accept the swapped verdict only if a keyed pass confirms it.
     ``deadline_ms`` (or ``Prefer: wait=<s>``) answers by then; ``stream`` sends server-sent events."""
-    deadline = answer_deadline(services.settings, body.deadline_ms, request.headers.get("prefer"))
+    watch = watch_of(request, answer_deadline(services.settings, body.deadline_ms, request.headers.get("prefer")))
     plan = build_plan(body, services.settings, services.judge)  # checked here, before any answer
 
-    async def judgment() -> PairwiseResponse:
-        result = await judged(at := door(request, "pairwise", body.stream), services.judge.run(plan))
+    async def judgment(watch: Watch) -> PairwiseResponse:
+        result = await judged(at := door(request, "pairwise", body.stream), services.judge.run(plan, watch))
         record_pairwise(result, services.metrics, at)
         return to_response(result, request.state.request_id, body.include_runs)
 
     if body.stream:
 
-        async def data() -> dict[str, Any]:
-            return (await judgment()).model_dump(mode="json", by_alias=True)
+        async def data(watch: Watch) -> dict[str, Any]:
+            return (await judgment(watch)).model_dump(mode="json", by_alias=True)
 
-        return await stream(data, deadline, request.state.request_id)
-    with progress.anytime(deadline):
-        return await judgment()
+        return await stream(data, watch, request.state.request_id)
+    return await judgment(watch)

@@ -20,15 +20,14 @@ from fastapi.routing import APIRoute
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from pcfjudge._version import __version__
-from pcfjudge.api.deps import ServicesDep, door
+from pcfjudge.api.deps import ServicesDep, door, watch_of
 from pcfjudge.api.error_handlers import ERROR_RESPONSES, STREAM_RESPONSE, as_api_error
 from pcfjudge.api.streaming import stream
 from pcfjudge.doors.anytime import answer_deadline
 from pcfjudge.doors.rerank import CHARS_PER_TOKEN, build_task, cut, document_text, judge_model, rerank
-from pcfjudge.engine import progress
 from pcfjudge.engine.listwise_runs import ListwiseTask
 from pcfjudge.engine.plan import Plan
-from pcfjudge.engine.progress import AnswerBy
+from pcfjudge.engine.progress import AnswerBy, Watch
 from pcfjudge.errors import client_error
 from pcfjudge.schemas.common import ErrorResponse
 from pcfjudge.schemas.rerank_schema import (
@@ -148,12 +147,11 @@ async def tei_rerank(body: TeiRerankRequest, request: Request, services: Service
         query = cut(query, s.max_question_chars, keep_end)
         texts = [cut(text, s.max_candidate_chars, keep_end) for text in texts]
     model = judge_model(services.judge, None, body.pcfjudge)
-    deadline = _deadline(services, body.pcfjudge, request)
+    watch = watch_of(request, _deadline(services, body.pcfjudge, request))
     plan = services.judge.checked(build_task(s, query, texts, body.pcfjudge, model, "texts"))
     include_runs = body.pcfjudge is not None and body.pcfjudge.include_runs
     at = door(request, "rerank")  # TEI's rerank never streams
-    with progress.anytime(deadline):
-        ranked = await rerank(services.judge, services.metrics, request.state.request_id, plan, include_runs, at)
+    ranked = await rerank(services.judge, services.metrics, request.state.request_id, plan, include_runs, at, watch)
     stats = {int(c.id): c for c in ranked.detail.candidates}
     ranks = [
         TeiRank(
@@ -181,19 +179,18 @@ async def cohere_rerank(body: CohereRerankRequest, request: Request, services: S
     if body.max_tokens_per_doc is not None:
         texts = [cut(text, body.max_tokens_per_doc * CHARS_PER_TOKEN) for text in texts]
     model = judge_model(services.judge, body.model, body.pcfjudge)
-    deadline = _deadline(services, body.pcfjudge, request)
+    watch = watch_of(request, _deadline(services, body.pcfjudge, request))
     plan = services.judge.checked(
         build_task(services.settings, body.query, texts, body.pcfjudge, model, "documents", body.top_n)
     )  # checked here, before any answer
     endpoint = "/v1/rerank" if request.url.path.startswith("/v1/") else "/v2/rerank"
 
-    async def reranked() -> dict[str, Any]:
-        return await _cohere_payload(body, request, services, plan, endpoint, len(texts))
+    async def reranked(watch: Watch) -> dict[str, Any]:
+        return await _cohere_payload(body, request, services, plan, endpoint, len(texts), watch)
 
     if body.pcfjudge is not None and body.pcfjudge.stream:
-        return await stream(reranked, deadline, request.state.request_id)
-    with progress.anytime(deadline):
-        return JSONResponse(await reranked())
+        return await stream(reranked, watch, request.state.request_id)
+    return JSONResponse(await reranked(watch))
 
 
 def _deadline(services: Services, options: RerankOptions | None, request: Request) -> AnswerBy | None:
@@ -202,12 +199,18 @@ def _deadline(services: Services, options: RerankOptions | None, request: Reques
 
 
 async def _cohere_payload(
-    body: CohereRerankRequest, request: Request, services: Services, plan: Plan[ListwiseTask], endpoint: str, n: int
+    body: CohereRerankRequest,
+    request: Request,
+    services: Services,
+    plan: Plan[ListwiseTask],
+    endpoint: str,
+    n: int,
+    watch: Watch,
 ) -> dict[str, Any]:
     """The Cohere-shaped answer for the judged documents (``pcfjudge``: the full consensus, when asked)."""
     include_runs = body.pcfjudge is not None and body.pcfjudge.include_runs
     at = door(request, "rerank", body.pcfjudge is not None and body.pcfjudge.stream)
-    ranked = await rerank(services.judge, services.metrics, request.state.request_id, plan, include_runs, at)
+    ranked = await rerank(services.judge, services.metrics, request.state.request_id, plan, include_runs, at, watch)
     usage = ranked.detail.usage
     tokens = {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens}
     results = []

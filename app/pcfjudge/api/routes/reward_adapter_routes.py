@@ -18,15 +18,14 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query, Request
 
-from pcfjudge.api.deps import ServicesDep, door
+from pcfjudge.api.deps import ServicesDep, door, watch_of
 from pcfjudge.api.error_handlers import ERROR_RESPONSES
 from pcfjudge.doors.anytime import answer_deadline
-from pcfjudge.doors.decisions import listwise_watch
+from pcfjudge.doors.decisions import listwise_recorder
 from pcfjudge.doors.reward_plan import Item, check_samples, failure_error, judge_plan, plan
-from pcfjudge.engine import progress
 from pcfjudge.engine.progress import AnswerBy
 from pcfjudge.errors import client_error
-from pcfjudge.reward.scoring import Watch
+from pcfjudge.reward.scoring import Recorder
 from pcfjudge.reward.text import chat_text, strip_end_tokens
 from pcfjudge.schemas.reward_schema import (
     OpenRLHFRequest,
@@ -69,9 +68,9 @@ async def query_options(  # async: FastAPI runs a plain def dependency on its th
 OptionsDep = Annotated[RewardOptions, Depends(query_options)]
 
 
-def watch(services: Services, request: Request) -> Watch:
-    """The reward door's metrics for this request's groups (``doors.decisions.listwise_watch``)."""
-    return listwise_watch(services.metrics, door(request, "reward"))
+def recorder(services: Services, request: Request) -> Recorder:
+    """The reward door's metrics for this request's groups (``doors.decisions.listwise_recorder``)."""
+    return listwise_recorder(services.metrics, door(request, "reward"))
 
 
 def trainer_deadline(services: Services, options: RewardOptions, request: Request, default_ms: int) -> AnswerBy | None:
@@ -86,7 +85,7 @@ async def openrlhf_route(
 ) -> OpenRLHFResponse:
     """OpenRLHF's remote reward model protocol (see the module docstring); 503 + Retry-After on judging failures.
     Answers within OpenRLHF's 180 s client timeout (170 s unless ``deadline_ms`` says otherwise)."""
-    deadline = trainer_deadline(services, options, request, OPENRLHF_DEADLINE_MS)
+    watch = watch_of(request, trainer_deadline(services, options, request, OPENRLHF_DEADLINE_MS))
     n = len(body.query)
     check_samples(services.settings, n, "query")  # before any work on them
     if len(body.prompts) != n:
@@ -105,8 +104,7 @@ async def openrlhf_route(
     if not items:  # OpenRLHF shards a batch over several URLs; a shard may be empty
         return OpenRLHFResponse(rewards=[], scores=[], extra_logs={})
     reward_plan = plan(services.settings, services.judge, options, items, "query")
-    with progress.anytime(deadline):
-        judged = await judge_plan(services.settings, services.rewards, reward_plan, watch(services, request))
+    judged = await judge_plan(services.settings, services.rewards, reward_plan, recorder(services, request), watch)
     if judged.failures:
         raise failure_error(judged.failures, status=503)
     rewards = [s.reward for s in judged.samples if s.reward is not None]
@@ -129,14 +127,13 @@ async def slime_route(
 ) -> SlimeResponse:
     """slime's ``remote_rm`` protocol: one sample, answered ``{"reward": …}``; 503 + Retry-After on failure.
     Answers within slime's 300 s client timeout (290 s unless ``deadline_ms`` says otherwise)."""
-    deadline = trainer_deadline(services, options, request, SLIME_DEADLINE_MS)
+    watch = watch_of(request, trainer_deadline(services, options, request, SLIME_DEADLINE_MS))
     prompt = chat_text(body.prompt)
     if not prompt.strip():
         raise client_error("prompt", "must not be empty or only whitespace")
     label = None if body.label is None else str(body.label)
     reward_plan = plan(services.settings, services.judge, options, [Item(prompt, body.response, label)], "body")
-    with progress.anytime(deadline):
-        judged = await judge_plan(services.settings, services.rewards, reward_plan, watch(services, request))
+    judged = await judge_plan(services.settings, services.rewards, reward_plan, recorder(services, request), watch)
     if judged.failures:
         raise failure_error(judged.failures, status=503)
     return SlimeResponse.model_validate(judged.samples[0].model_dump())

@@ -9,13 +9,13 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 
-from pcfjudge.api.deps import ServicesDep, door
+from pcfjudge.api.deps import ServicesDep, door, watch_of
 from pcfjudge.api.error_handlers import ERROR_RESPONSES, STREAM_RESPONSE
 from pcfjudge.api.streaming import stream
 from pcfjudge.doors.anytime import answer_deadline
-from pcfjudge.doors.decisions import listwise_watch
+from pcfjudge.doors.decisions import listwise_recorder
 from pcfjudge.doors.reward_plan import Item, check_samples, failure_error, judge_plan, plan
-from pcfjudge.engine import progress
+from pcfjudge.engine.progress import Watch
 from pcfjudge.schemas.reward_schema import RewardRequest, RewardResponse
 
 router = APIRouter()
@@ -26,14 +26,14 @@ async def reward_route(body: RewardRequest, request: Request, services: Services
     """Rewards (0-1) for completions; samples of a group (default: same prompt) are judged together, K calls a group.
     ``deadline_ms`` (or ``Prefer: wait=<s>``) answers by then; ``stream`` sends server-sent events."""
     settings = services.settings
-    deadline = answer_deadline(settings, body.deadline_ms, request.headers.get("prefer"))
+    watch = watch_of(request, answer_deadline(settings, body.deadline_ms, request.headers.get("prefer")))
     check_samples(settings, len(body.samples), "samples")
     items = [Item(s.prompt, s.response, s.reference, s.group) for s in body.samples]
     reward_plan = plan(settings, services.judge, body, items, "samples")
-    watch = listwise_watch(services.metrics, door(request, "reward", body.stream))
+    record = listwise_recorder(services.metrics, door(request, "reward", body.stream))
 
-    async def rewarded() -> RewardResponse:
-        judged = await judge_plan(settings, services.rewards, reward_plan, watch)
+    async def rewarded(watch: Watch) -> RewardResponse:
+        judged = await judge_plan(settings, services.rewards, reward_plan, record, watch)
         if len(judged.failures) == len(judged.samples):
             raise failure_error(judged.failures)
         return RewardResponse(
@@ -47,9 +47,8 @@ async def reward_route(body: RewardRequest, request: Request, services: Services
 
     if body.stream:
 
-        async def data() -> dict[str, Any]:
-            return (await rewarded()).model_dump(mode="json")
+        async def data(watch: Watch) -> dict[str, Any]:
+            return (await rewarded(watch)).model_dump(mode="json")
 
-        return await stream(data, deadline, request.state.request_id)
-    with progress.anytime(deadline):
-        return await rewarded()
+        return await stream(data, watch, request.state.request_id)
+    return await rewarded(watch)
