@@ -28,7 +28,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [  # bottom first; a module may impo
     ("infra", ("backends", "cache")),
     ("engine", ("engine", "security", "reward")),  # Judge, runner, runs and passes; guards; reward groups
     ("wiring", ("services",)),
-    ("doors", ("doors",)),  # request → task, result → response, per front door
+    ("http", ("http",)),  # what every door's routes share at the HTTP edge: deps, the error table, streams, loopback
+    ("doors", ("doors",)),  # one folder per front door: wire models, plan builder, response, routes
     ("surfaces", ("api", "client", "integrations", "batch")),
     ("tools", ("surface",)),  # the in-process API for tools: the lab (pcfjudge_lab) imports the service only through it
     ("entry", ("", "_moved", "cli")),  # "": the package itself (its public surface); the pcfjudge command
@@ -387,7 +388,7 @@ def test_moved_names_still_import_with_a_deprecation_warning() -> None:
         from pcfjudge.judge import Judge
         from pcfjudge.engine.judge import Judge as Now
         from pcfjudge.api.schemas.listwise import ListwiseRequest
-        from pcfjudge.schemas.listwise_schema import ListwiseRequest as Request
+        from pcfjudge.doors.listwise.listwise_protocol import ListwiseRequest as Request
         from pcfjudge.eval.harness import Collector
         import pcfjudge
         assert pcfjudge.ListwiseRequest is Request and pcfjudge.Client.__name__ == "Client"
@@ -467,29 +468,32 @@ def test_app_is_only_a_source_root() -> None:
 # ── one shape for every front door: its contract, a thin route, its door logic below the HTTP layer ─────────────
 
 API = PACKAGE / "api"
-DOORS = {  # front door → its door logic modules (pcfjudge/doors/)
-    "listwise": ("listwise_task", "listwise_response"),
-    "pairwise": ("pairwise_task", "pairwise_response"),
-    "rerank": ("rerank",),
-    "reward": ("reward_plan",),
-}
-ROUTE_LINES = 150  # a thin route: parse, call the door, shape
+DOORS = ("listwise", "pairwise", "rerank", "reward")  # each one folder: pcfjudge/doors/<door>/
+ROUTE_LINES = 150  # a thin route: parse, build the plan, run it, shape
 
 
-def test_every_front_door_has_a_contract_a_thin_route_and_door_logic() -> None:
-    for door, logic in DOORS.items():
-        route = API / "routes" / f"{door}_routes.py"
-        assert route.is_file() and (PACKAGE / "schemas" / f"{door}_schema.py").is_file(), door
+def test_every_front_door_is_one_folder_with_its_wire_models_plan_builder_and_routes() -> None:
+    """pcfjudge/doors/<door>/: <door>_protocol.py (the wire models), <door>_plan.py (wire request → checked plan),
+    <door>_routes.py (thin routes that build the plan, run it and shape the answer); nothing of a door elsewhere."""
+    for door in DOORS:
+        folder = PACKAGE / "doors" / door
+        protocol, plan, route = (folder / f"{door}_{part}.py" for part in ("protocol", "plan", "routes"))
+        assert protocol.is_file() and plan.is_file() and route.is_file(), door
         assert len(route.read_text(encoding="utf-8").splitlines()) <= ROUTE_LINES or door == "rerank", door
-        for name in logic:
-            assert (PACKAGE / "doors" / f"{name}.py").is_file(), (door, name)
+        text = protocol.read_text(encoding="utf-8")
+        assert "BaseModel" in text and "APIRouter" not in text, protocol.name
         used = _imports(_parse(route.read_text(encoding="utf-8")))
-        assert {f"pcfjudge.doors.{name}" for name in logic} <= used, (door, sorted(used))
+        assert f"pcfjudge.doors.{door}.{door}_plan" in used, (door, sorted(used))
+        elsewhere = [p for p in PACKAGE.rglob(f"{door}_*.py") if folder not in p.parents]
+        assert not [p for p in elsewhere if p.stem.endswith(("_protocol", "_schema", "_routes", "_task"))], elsewhere
 
 
 def test_below_the_http_layer_nothing_knows_fastapi() -> None:
+    """Only the HTTP edge (pcfjudge.http, the api package, each door's routes) knows FastAPI and Starlette."""
     for package in ("schemas", "judging", "engine", "doors", "reward", "backends", "cache", "security", "client"):
         for path in sorted((PACKAGE / package).rglob("*.py")):
+            if path.stem.endswith("_routes"):
+                continue
             bad = {
                 m
                 for m in _imports(_parse(path.read_text(encoding="utf-8")))
@@ -500,20 +504,12 @@ def test_below_the_http_layer_nothing_knows_fastapi() -> None:
 
 def test_api_keeps_middleware_routes_and_handlers_apart() -> None:
     top = sorted(p.name for p in API.glob("*.py"))
-    assert top == [
-        "__init__.py",
-        "app.py",
-        "deps.py",
-        "error_handlers.py",
-        "examples.py",
-        "header_timeout.py",
-        "streaming.py",
-    ], top
+    assert top == ["__init__.py", "app.py", "examples.py", "header_timeout.py"], top
     for path in (API / "middleware").glob("*.py"):
         assert "APIRouter" not in path.read_text(encoding="utf-8"), path.name  # ASGI layers, not routes
     for path in (API / "routes").glob("[!_]*.py"):
         assert "APIRouter" in path.read_text(encoding="utf-8"), path.name
-    for path in (PACKAGE / "schemas").glob("[!_]*.py"):
+    for path in (PACKAGE / "schemas").glob("[!_]*.py"):  # the models the doors share (errors, jobs)
         text = path.read_text(encoding="utf-8")
         assert "BaseModel" in text and "APIRouter" not in text, path.name
 

@@ -15,7 +15,7 @@ import re
 from typing import Any
 
 import pytest
-from pcfjudge.doors.reward_plan import planned_calls
+from pcfjudge.doors.reward.reward_plan import planned_calls
 from pcfjudge.judging.window_rounds import budget_calls
 from pcfjudge.reward.rewards import GroupRequest
 from pcfjudge.reward.scoring import GroupSpec, group_k

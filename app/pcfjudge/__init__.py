@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from pcfjudge.client import AsyncClient, Client, RetryPolicy, ServiceError
+    from pcfjudge.doors.listwise.listwise_protocol import ListwiseRequest, ListwiseResponse
+    from pcfjudge.doors.pairwise.pairwise_protocol import PairwiseRequest, PairwiseResponse
     from pcfjudge.schemas.common import ErrorResponse
-    from pcfjudge.schemas.listwise_schema import ListwiseRequest, ListwiseResponse
-    from pcfjudge.schemas.pairwise_schema import PairwiseRequest, PairwiseResponse
 
 from pcfjudge import _moved
 from pcfjudge._version import __version__
@@ -23,11 +23,11 @@ _moved.install()  # the modules that moved in 0.2 keep their old names for one r
 # Where each public name lives, imported on first use: ``import pcfjudge.integrations.trl`` (httpx and the standard
 # library only, for a trainer process) must not load pydantic by way of this package's __init__.
 _LAZY = {
-    "PairwiseRequest": "pcfjudge.schemas.pairwise_schema",
-    "PairwiseResponse": "pcfjudge.schemas.pairwise_schema",
+    "PairwiseRequest": "pcfjudge.doors.pairwise.pairwise_protocol",
+    "PairwiseResponse": "pcfjudge.doors.pairwise.pairwise_protocol",
     "ErrorResponse": "pcfjudge.schemas.common",
-    "ListwiseRequest": "pcfjudge.schemas.listwise_schema",
-    "ListwiseResponse": "pcfjudge.schemas.listwise_schema",
+    "ListwiseRequest": "pcfjudge.doors.listwise.listwise_protocol",
+    "ListwiseResponse": "pcfjudge.doors.listwise.listwise_protocol",
     "AsyncClient": "pcfjudge.client",
     "Client": "pcfjudge.client",
     "RetryPolicy": "pcfjudge.client",

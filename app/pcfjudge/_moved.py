@@ -1,4 +1,4 @@
-"""Import aliases for the modules that moved in 0.2 (the layered layout), kept for one release.
+"""Import aliases for the modules that moved in 0.2 (the layered layout) and 0.3 (door folders), kept for one release.
 
 ``import pcfjudge.api.schemas.listwise`` (and ``from pcfjudge.judge import Judge``, ``pcfjudge.tooling.eval``, …) still
 works: the old name is a module that forwards every attribute to the new one (the same objects), after a
@@ -20,10 +20,10 @@ from typing import Any
 MOVED = {
     "pcfjudge.api.schemas": "pcfjudge.schemas",
     "pcfjudge.api.schemas.common": "pcfjudge.schemas.common",
-    "pcfjudge.api.schemas.listwise": "pcfjudge.schemas.listwise_schema",
-    "pcfjudge.api.schemas.pairwise": "pcfjudge.schemas.pairwise_schema",
-    "pcfjudge.api.schemas.rerank": "pcfjudge.schemas.rerank_schema",
-    "pcfjudge.api.schemas.reward": "pcfjudge.schemas.reward_schema",
+    "pcfjudge.api.schemas.listwise": "pcfjudge.doors.listwise.listwise_protocol",
+    "pcfjudge.api.schemas.pairwise": "pcfjudge.doors.pairwise.pairwise_protocol",
+    "pcfjudge.api.schemas.rerank": "pcfjudge.doors.rerank.rerank_protocol",
+    "pcfjudge.api.schemas.reward": "pcfjudge.doors.reward.reward_protocol",
     "pcfjudge.judge": "pcfjudge.engine.judge",
     "pcfjudge.judging.listwise": "pcfjudge.engine.listwise_runs",
     "pcfjudge.judging.pairwise": "pcfjudge.engine.pairwise_passes",
@@ -34,6 +34,17 @@ MOVED = {
     "pcfjudge.bench": "pcfjudge_lab.bench",
     "pcfjudge.fakeprovider": "pcfjudge_lab.fakeprovider",
     "pcfjudge.tooling": "pcfjudge_lab",
+    # 0.3: each front door is one folder (its wire models, plan builder and routes); the HTTP edge is pcfjudge.http
+    "pcfjudge.schemas.listwise_schema": "pcfjudge.doors.listwise.listwise_protocol",
+    "pcfjudge.schemas.pairwise_schema": "pcfjudge.doors.pairwise.pairwise_protocol",
+    "pcfjudge.schemas.rerank_schema": "pcfjudge.doors.rerank.rerank_protocol",
+    "pcfjudge.schemas.reward_schema": "pcfjudge.doors.reward.reward_protocol",
+    "pcfjudge.doors.listwise_task": "pcfjudge.doors.listwise.listwise_plan",
+    "pcfjudge.doors.pairwise_task": "pcfjudge.doors.pairwise.pairwise_plan",
+    "pcfjudge.doors.reward_plan": "pcfjudge.doors.reward.reward_plan",
+    "pcfjudge.api.deps": "pcfjudge.http.deps",
+    "pcfjudge.api.streaming": "pcfjudge.http.streaming",
+    "pcfjudge.api.error_handlers": "pcfjudge.http.error_handlers",
 }
 """Old module name → where it lives now (a package's submodules follow it: ``pcfjudge.eval.harness`` →
 ``pcfjudge_lab.eval.harness``). The lab's old names resolve only where the lab (pcfjudge-lab) is installed; this

@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     from pcfjudge.batch.job import BatchError, BatchJob, sdk_errors
     from pcfjudge.batch.probe import Probe
     from pcfjudge.cache.reliability_store import ReliabilityStore, StoreError, open_store
+    from pcfjudge.doors.listwise.listwise_protocol import ListwiseRequest, ListwiseResponse
     from pcfjudge.engine.failures import JudgingFailed
     from pcfjudge.engine.judge import Judge, prompt_style
     from pcfjudge.engine.judgment_spans import traced
@@ -90,7 +91,6 @@ if TYPE_CHECKING:
     from pcfjudge.judging.run_records import CandidateJudgment, RunJudgments
     from pcfjudge.judging.waves import Adaptive, Waves
     from pcfjudge.judging.window_rounds import WindowRanking, WindowSpec, ranking_of, run_values
-    from pcfjudge.schemas.listwise_schema import ListwiseRequest, ListwiseResponse
     from pcfjudge.services import Services
     from pcfjudge.settings import Settings
     from pcfjudge.telemetry import tracing
@@ -179,8 +179,8 @@ async def listwise_in_process(
     route refuses it, ``pcfjudge.errors``' exceptions), ``services.judge`` judges it, and the result is shaped into
     the response model (with its runs). Returns both: the result carries what the response leaves out (backend calls,
     cache hits)."""
-    from pcfjudge.doors.listwise_response import to_response
-    from pcfjudge.doors.listwise_task import build_task
+    from pcfjudge.doors.listwise.listwise_plan import build_task
+    from pcfjudge.doors.listwise.listwise_response import to_response
 
     result = await services.judge.listwise(build_task(body, services.settings, services.judge))
     return result, to_response(result, request_id, True)

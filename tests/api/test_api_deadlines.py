@@ -188,7 +188,7 @@ async def test_reward_and_rerank_take_a_deadline_and_stream(fake: FakeProvider) 
 async def test_openrlhf_adapter_answers_before_its_trainers_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
     """OpenRLHF waits 180 s: the adapter answers by 170 s unless told. Scaled down here: the same default, read from
     the module, shortened to 0.6 s, against a simulated judge that takes 1 s a call."""
-    from pcfjudge.api.routes import reward_adapter_routes as adapters
+    from pcfjudge.doors.reward import reward_adapter_routes as adapters
     from pcfjudge.settings import Settings
 
     assert adapters.OPENRLHF_DEADLINE_MS == 170_000 and adapters.SLIME_DEADLINE_MS == 290_000
@@ -206,8 +206,8 @@ async def test_openrlhf_adapter_answers_before_its_trainers_timeout(monkeypatch:
 
 async def test_a_stream_whose_client_is_gone_cancels_its_judgment() -> None:
     """The event generator closed after the first event (the client disconnected): the judgment is cancelled."""
-    from pcfjudge.api.streaming import stream
     from pcfjudge.engine.progress import PLAIN, Watch
+    from pcfjudge.http.streaming import stream
 
     cancelled = asyncio.Event()
 

@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 from pcfjudge.backends.registry import ResolvedModel
-from pcfjudge.doors.listwise_task import build_task
+from pcfjudge.doors.listwise.listwise_plan import build_task
+from pcfjudge.doors.listwise.listwise_protocol import ListwiseRequest
 from pcfjudge.engine.progress import Watch
 from pcfjudge.engine.runner import CallOutcome, CallRunner, CallSpec
 from pcfjudge.errors import Refusal
-from pcfjudge.schemas.listwise_schema import ListwiseRequest
 from pcfjudge.settings import Settings
 from pcfjudge.types import CacheMode
 

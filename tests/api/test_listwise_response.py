@@ -9,7 +9,7 @@ import orjson
 import pytest
 from fastapi.encoders import jsonable_encoder
 from fastapi.responses import JSONResponse
-from pcfjudge.schemas.listwise_schema import ListwiseResponse
+from pcfjudge.doors.listwise.listwise_protocol import ListwiseResponse
 from pcfjudge.settings import Settings
 
 from tests.support.inprocess import ClientFactory

@@ -12,10 +12,10 @@ import pcfjudge
 import pydantic
 import pytest
 from pcfjudge.client import StreamEvent
-from pcfjudge.schemas.listwise_schema import ListwiseResponse
-from pcfjudge.schemas.pairwise_schema import PairwiseResponse
-from pcfjudge.schemas.rerank_schema import RerankResponse
-from pcfjudge.schemas.reward_schema import RewardResponse
+from pcfjudge.doors.listwise.listwise_protocol import ListwiseResponse
+from pcfjudge.doors.pairwise.pairwise_protocol import PairwiseResponse
+from pcfjudge.doors.rerank.rerank_protocol import RerankResponse
+from pcfjudge.doors.reward.reward_protocol import RewardResponse
 
 from tests.support.basics import CANDIDATES, QUESTION
 from tests.support.flaky_proxy import FlakyProxy

@@ -12,8 +12,8 @@ import pcfjudge
 import pydantic
 import pytest
 from pcfjudge.client import ServiceError
+from pcfjudge.doors.listwise.listwise_protocol import ListwiseRequest, ListwiseResponse
 from pcfjudge.schemas.jobs_schema import Job, JobAccepted
-from pcfjudge.schemas.listwise_schema import ListwiseRequest, ListwiseResponse
 from pcfjudge.settings import Settings
 
 from tests.support.basics import CANDIDATES, QUESTION

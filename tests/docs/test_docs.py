@@ -289,10 +289,10 @@ def test_every_setting_is_documented() -> None:
 
 def test_every_request_field_is_documented() -> None:
     """Each front door's page names every field its request models accept."""
-    from pcfjudge.schemas.listwise_schema import ListwiseRequest
-    from pcfjudge.schemas.pairwise_schema import PairwiseRequest
-    from pcfjudge.schemas.rerank_schema import CohereRerankRequest, RerankOptions, TeiRerankRequest
-    from pcfjudge.schemas.reward_schema import RewardRequest, RewardSample
+    from pcfjudge.doors.listwise.listwise_protocol import ListwiseRequest
+    from pcfjudge.doors.pairwise.pairwise_protocol import PairwiseRequest
+    from pcfjudge.doors.rerank.rerank_protocol import CohereRerankRequest, RerankOptions, TeiRerankRequest
+    from pcfjudge.doors.reward.reward_protocol import RewardRequest, RewardSample
 
     pages = {
         "api/listwise.md": [ListwiseRequest],

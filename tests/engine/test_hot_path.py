@@ -92,8 +92,8 @@ async def test_an_unusable_stored_answer_is_called_again() -> None:
 
 
 def _task(services: Any, k: int) -> listwise.ListwiseTask:
-    from pcfjudge.doors.listwise_task import build_task
-    from pcfjudge.schemas.listwise_schema import ListwiseRequest
+    from pcfjudge.doors.listwise.listwise_plan import build_task
+    from pcfjudge.doors.listwise.listwise_protocol import ListwiseRequest
 
     task: listwise.ListwiseTask = build_task(
         ListwiseRequest.model_validate({**BODY, "k": k}), services.settings, services.judge

@@ -9,7 +9,7 @@ from typing import Any
 
 import httpx
 import pytest
-from pcfjudge.doors.rerank import order_by_consensus
+from pcfjudge.doors.rerank.rerank_plan import order_by_consensus
 from pcfjudge.settings import Settings
 
 from tests.support.inprocess import FakeProvider, app_client, provider_settings

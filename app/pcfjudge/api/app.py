@@ -8,25 +8,18 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from pcfjudge._version import __version__
-from pcfjudge.api import error_handlers
 from pcfjudge.api.jobs.job_runner import JobRunner
 from pcfjudge.api.middleware.auth import AuthMiddleware
 from pcfjudge.api.middleware.body import BodyMiddleware
 from pcfjudge.api.middleware.request import RequestMiddleware
 from pcfjudge.api.middleware.respond_async import RespondAsyncMiddleware
 from pcfjudge.api.middleware.shutdown import ShutdownMiddleware
-from pcfjudge.api.routes import (
-    health_routes,
-    jobs_routes,
-    listwise_routes,
-    metrics_routes,
-    models_routes,
-    pairwise_routes,
-    playground_routes,
-    rerank_routes,
-    reward_adapter_routes,
-    reward_routes,
-)
+from pcfjudge.api.routes import health_routes, jobs_routes, metrics_routes, models_routes, playground_routes
+from pcfjudge.doors.listwise import listwise_routes
+from pcfjudge.doors.pairwise import pairwise_routes
+from pcfjudge.doors.rerank import rerank_routes
+from pcfjudge.doors.reward import reward_adapter_routes, reward_routes
+from pcfjudge.http import error_handlers
 from pcfjudge.judging.pairwise_prompts import KEYED_VERSION, PAIRWISE_VERSION
 from pcfjudge.judging.prompts import LISTWISE_VERSION
 from pcfjudge.services import Services

@@ -27,7 +27,7 @@ from typing import Any, TextIO
 from pydantic import ValidationError
 
 from pcfjudge.cli.judge_table import render
-from pcfjudge.schemas.listwise_schema import ListwiseRequest, ListwiseResponse
+from pcfjudge.doors.listwise.listwise_protocol import ListwiseRequest, ListwiseResponse
 from pcfjudge.types import MAX_K
 
 JudgeFn = Callable[[ListwiseRequest], Awaitable[ListwiseResponse]]
@@ -118,8 +118,8 @@ def read_items(args: argparse.Namespace) -> list[Item]:
 @asynccontextmanager
 async def in_process() -> AsyncIterator[JudgeFn]:
     """Judge through ``services.judge`` on settings from the environment, as the service would."""
-    from pcfjudge.doors.listwise_response import to_response
-    from pcfjudge.doors.listwise_task import build_task
+    from pcfjudge.doors.listwise.listwise_plan import build_task
+    from pcfjudge.doors.listwise.listwise_response import to_response
     from pcfjudge.engine.failures import JudgingFailed
     from pcfjudge.errors import ApiError
     from pcfjudge.services import Services

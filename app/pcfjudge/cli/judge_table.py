@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pcfjudge.schemas.listwise_schema import CandidateOut, ListwiseResponse
+from pcfjudge.doors.listwise.listwise_protocol import CandidateOut, ListwiseResponse
 
 WINNER = "★"
 TEXT_WIDTH = 48

@@ -19,11 +19,11 @@ import httpx
 from pydantic import BaseModel
 
 from pcfjudge.client.http import RetryPolicy, apost_json, arequest_json, post_json, request_json
+from pcfjudge.doors.listwise.listwise_protocol import ListwiseRequest
+from pcfjudge.doors.pairwise.pairwise_protocol import PairwiseRequest
+from pcfjudge.doors.rerank.rerank_protocol import CohereRerankRequest
+from pcfjudge.doors.reward.reward_protocol import RewardRequest
 from pcfjudge.schemas.jobs_schema import FINISHED, JOB_ENDPOINTS, Job, JobAccepted, JobRequest
-from pcfjudge.schemas.listwise_schema import ListwiseRequest
-from pcfjudge.schemas.pairwise_schema import PairwiseRequest
-from pcfjudge.schemas.rerank_schema import CohereRerankRequest
-from pcfjudge.schemas.reward_schema import RewardRequest
 
 REQUESTS: dict[str, type[BaseModel]] = {
     "/judge/listwise": ListwiseRequest,

@@ -31,11 +31,11 @@ from pcfjudge.client.http import (
     default_url,
     post_json,
 )
+from pcfjudge.doors.listwise.listwise_protocol import CandidateIn, ListwiseRequest, ListwiseResponse
+from pcfjudge.doors.pairwise.pairwise_protocol import PairwiseRequest, PairwiseResponse
+from pcfjudge.doors.rerank.rerank_protocol import CohereRerankRequest, RerankResponse
+from pcfjudge.doors.reward.reward_protocol import RewardRequest, RewardResponse, RewardSample
 from pcfjudge.schemas.jobs_schema import Job, JobAccepted
-from pcfjudge.schemas.listwise_schema import CandidateIn, ListwiseRequest, ListwiseResponse
-from pcfjudge.schemas.pairwise_schema import PairwiseRequest, PairwiseResponse
-from pcfjudge.schemas.rerank_schema import CohereRerankRequest, RerankResponse
-from pcfjudge.schemas.reward_schema import RewardRequest, RewardResponse, RewardSample
 
 M = TypeVar("M", bound=BaseModel)
 Candidate = str | CandidateIn | Mapping[str, str]

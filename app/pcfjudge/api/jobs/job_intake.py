@@ -27,16 +27,17 @@ from pcfjudge import context
 from pcfjudge.api.jobs import webhooks
 from pcfjudge.api.jobs.job_view import location
 from pcfjudge.cache.job_record import JobRecord, StoreUnavailable
-from pcfjudge.doors import listwise_task, pairwise_task
 from pcfjudge.doors.anytime import answer_deadline
-from pcfjudge.doors.rerank import CHARS_PER_TOKEN, cut, document_text, judge_model
-from pcfjudge.doors.rerank import build_task as rerank_task
-from pcfjudge.doors.reward_plan import Item, check_samples, plan
+from pcfjudge.doors.listwise import listwise_plan
+from pcfjudge.doors.listwise.listwise_protocol import ListwiseRequest
+from pcfjudge.doors.pairwise import pairwise_plan
+from pcfjudge.doors.pairwise.pairwise_protocol import PairwiseRequest
+from pcfjudge.doors.rerank.rerank_plan import CHARS_PER_TOKEN, cut, document_text, judge_model
+from pcfjudge.doors.rerank.rerank_plan import build_task as rerank_task
+from pcfjudge.doors.rerank.rerank_protocol import CohereRerankRequest
+from pcfjudge.doors.reward.reward_plan import Item, check_samples, plan
+from pcfjudge.doors.reward.reward_protocol import RewardRequest
 from pcfjudge.errors import ApiError, client_error
-from pcfjudge.schemas.listwise_schema import ListwiseRequest
-from pcfjudge.schemas.pairwise_schema import PairwiseRequest
-from pcfjudge.schemas.rerank_schema import CohereRerankRequest
-from pcfjudge.schemas.reward_schema import RewardRequest
 from pcfjudge.services import Services
 
 WEBHOOK_HEADER = "X-Pcfjudge-Webhook"
@@ -61,14 +62,14 @@ def _listwise(services: Services, body: ListwiseRequest, prefer: str | None) -> 
     if body.stream:
         raise client_error("stream", NOT_STREAMED)
     answer_deadline(services.settings, body.deadline_ms, prefer)
-    listwise_task.build_plan(body, services.settings, services.judge)
+    listwise_plan.build_plan(body, services.settings, services.judge)
 
 
 def _pairwise(services: Services, body: PairwiseRequest, prefer: str | None) -> None:
     if body.stream:
         raise client_error("stream", NOT_STREAMED)
     answer_deadline(services.settings, body.deadline_ms, prefer)
-    pairwise_task.build_plan(body, services.settings, services.judge)
+    pairwise_plan.build_plan(body, services.settings, services.judge)
 
 
 def _reward(services: Services, body: RewardRequest, prefer: str | None) -> None:

@@ -30,10 +30,11 @@ import httpx
 import orjson
 from starlette.types import ASGIApp
 
-from pcfjudge.api.jobs import loopback, webhooks
+from pcfjudge.api.jobs import webhooks
 from pcfjudge.api.jobs.job_view import job_json, json_object
 from pcfjudge.cache.job_record import JobRecord, JobStore, StoreUnavailable
 from pcfjudge.engine.runner import CallOutcome, CallSpec
+from pcfjudge.http import loopback
 from pcfjudge.settings import Settings
 
 log = logging.getLogger("pcfjudge.jobs")

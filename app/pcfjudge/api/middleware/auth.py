@@ -22,8 +22,8 @@ import math
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from pcfjudge import context
-from pcfjudge.api.error_handlers import json_response
-from pcfjudge.api.jobs.loopback import JOB_SCOPE, JobCaller
+from pcfjudge.http.error_handlers import json_response
+from pcfjudge.http.loopback import JOB_SCOPE, JobCaller
 from pcfjudge.security.api_keys import presented_key
 from pcfjudge.security.door import Door
 from pcfjudge.services import Services

@@ -21,7 +21,7 @@ from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from pcfjudge.api.error_handlers import json_response
+from pcfjudge.http.error_handlers import json_response
 
 WATCH_AFTER_S = 0.05
 """A request still running after this long gets a task watching for its client's disconnect."""

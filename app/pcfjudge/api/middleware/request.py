@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from pcfjudge import context
-from pcfjudge.api.error_handlers import json_response
+from pcfjudge.http.error_handlers import json_response
 from pcfjudge.telemetry import metrics as m
 from pcfjudge.telemetry import tracing
 from pcfjudge.telemetry.logs import ACCESS

@@ -12,7 +12,7 @@ from __future__ import annotations
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from pcfjudge.api.jobs.job_intake import prefers_async
-from pcfjudge.api.jobs.loopback import JOB_SCOPE
+from pcfjudge.http.loopback import JOB_SCOPE
 from pcfjudge.schemas.jobs_schema import JOB_ENDPOINTS
 
 ASYNC_PATH = "/_internal/respond-async"

@@ -13,7 +13,7 @@ import asyncio
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from pcfjudge.api.error_handlers import json_response
+from pcfjudge.http.error_handlers import json_response
 
 
 class ShutdownMiddleware:

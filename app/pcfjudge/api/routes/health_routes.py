@@ -7,7 +7,7 @@ from typing import Any
 from fastapi import APIRouter
 
 from pcfjudge._version import __version__
-from pcfjudge.api.deps import ServicesDep
+from pcfjudge.http.deps import ServicesDep
 from pcfjudge.judging.pairwise_prompts import KEYED_VERSION, PAIRWISE_VERSION
 from pcfjudge.judging.prompts import LISTWISE_VERSION
 

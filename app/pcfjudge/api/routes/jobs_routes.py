@@ -11,14 +11,14 @@ from fastapi import APIRouter, FastAPI, Path, Request, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from pcfjudge import context
-from pcfjudge.api.deps import ServicesDep
-from pcfjudge.api.error_handlers import ERROR_RESPONSES
 from pcfjudge.api.jobs import job_intake
 from pcfjudge.api.jobs.job_runner import JobRunner
 from pcfjudge.api.jobs.job_view import job_json
 from pcfjudge.api.middleware.respond_async import ASYNC_PATH, ASYNC_SCOPE
 from pcfjudge.cache.job_record import ACTIVE, JobRecord, StoreUnavailable
 from pcfjudge.errors import ApiError
+from pcfjudge.http.deps import ServicesDep
+from pcfjudge.http.error_handlers import ERROR_RESPONSES
 from pcfjudge.schemas.common import ErrorResponse
 from pcfjudge.schemas.jobs_schema import EXAMPLE_ID, JOB_ENDPOINTS, Job, JobAccepted, JobRequest
 from pcfjudge.services import Services

@@ -14,7 +14,7 @@ from typing import Literal
 from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
-from pcfjudge.api.deps import ServicesDep
+from pcfjudge.http.deps import ServicesDep
 from pcfjudge.judging.prompts import listwise_version
 from pcfjudge.judging.reliability import Reliability
 

@@ -22,10 +22,10 @@ from fastapi.staticfiles import StaticFiles
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from pcfjudge.api.deps import ServicesDep
 from pcfjudge.api.examples import add_examples
 from pcfjudge.api.middleware.request import ROUTE_LABEL, STATIC_ROUTE
 from pcfjudge.errors import ApiError
+from pcfjudge.http.deps import ServicesDep
 
 PAGE_DIR = Path(__file__).resolve().parents[2] / "static"  # package data: pcfjudge/static/
 STATIC = "/static"

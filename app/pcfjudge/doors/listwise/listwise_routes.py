@@ -1,5 +1,5 @@
-"""POST /judge/listwise: the request as a task (``pcfjudge.doors.listwise_task``), judged
-through ``services.judge``, the response shaped once (``pcfjudge.doors.listwise_response``) and sent as it is."""
+"""POST /judge/listwise: the request as a task (``pcfjudge.doors.listwise.listwise_plan``), judged
+through ``services.judge``, the response shaped once (``pcfjudge.doors.listwise.listwise_response``) and sent as it is."""
 
 from __future__ import annotations
 
@@ -9,15 +9,15 @@ import orjson
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
-from pcfjudge.api.deps import door, services_of, watch_of
-from pcfjudge.api.error_handlers import ERROR_RESPONSES, STREAM_RESPONSE
-from pcfjudge.api.streaming import stream
 from pcfjudge.doors.anytime import answer_deadline
 from pcfjudge.doors.decisions import judged, record_listwise
-from pcfjudge.doors.listwise_response import response_data
-from pcfjudge.doors.listwise_task import build_plan
+from pcfjudge.doors.listwise.listwise_plan import build_plan
+from pcfjudge.doors.listwise.listwise_protocol import ListwiseRequest, ListwiseResponse
+from pcfjudge.doors.listwise.listwise_response import response_data
 from pcfjudge.engine.progress import Watch
-from pcfjudge.schemas.listwise_schema import ListwiseRequest, ListwiseResponse
+from pcfjudge.http.deps import door, services_of, watch_of
+from pcfjudge.http.error_handlers import ERROR_RESPONSES, STREAM_RESPONSE
+from pcfjudge.http.streaming import stream
 
 router = APIRouter()
 

@@ -21,7 +21,9 @@ from dataclasses import dataclass
 from pcfjudge.backends.registry import KNOWN_PROVIDERS, Jury, ResolvedModel
 from pcfjudge.doors.checks import check_texts, resolve_model
 from pcfjudge.doors.decisions import judged, record_listwise
-from pcfjudge.doors.listwise_response import to_response
+from pcfjudge.doors.listwise.listwise_protocol import ListwiseResponse
+from pcfjudge.doors.listwise.listwise_response import to_response
+from pcfjudge.doors.rerank.rerank_protocol import RerankOptions
 from pcfjudge.engine.judge import Judge, prompt_style
 from pcfjudge.engine.listwise_runs import ListwiseTask
 from pcfjudge.engine.plan import Plan
@@ -29,8 +31,6 @@ from pcfjudge.engine.progress import Watch
 from pcfjudge.errors import ApiError, client_error
 from pcfjudge.judging import consensus as cons
 from pcfjudge.judging.window_rounds import WindowOptions
-from pcfjudge.schemas.listwise_schema import ListwiseResponse
-from pcfjudge.schemas.rerank_schema import RerankOptions
 from pcfjudge.settings import Settings
 from pcfjudge.telemetry.metrics import Door, Metrics
 

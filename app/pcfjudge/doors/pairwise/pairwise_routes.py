@@ -1,5 +1,5 @@
-"""POST /judge/pairwise: the request as an APOCJudge task (``pcfjudge.doors.pairwise_task``),
-judged through ``services.judge``, shaped by ``pcfjudge.doors.pairwise_response``."""
+"""POST /judge/pairwise: the request as an APOCJudge task (``pcfjudge.doors.pairwise.pairwise_plan``),
+judged through ``services.judge``, shaped by ``pcfjudge.doors.pairwise.pairwise_response``."""
 
 from __future__ import annotations
 
@@ -7,15 +7,15 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 
-from pcfjudge.api.deps import ServicesDep, door, watch_of
-from pcfjudge.api.error_handlers import ERROR_RESPONSES, STREAM_RESPONSE
-from pcfjudge.api.streaming import stream
 from pcfjudge.doors.anytime import answer_deadline
 from pcfjudge.doors.decisions import judged, record_pairwise
-from pcfjudge.doors.pairwise_response import to_response
-from pcfjudge.doors.pairwise_task import build_plan
+from pcfjudge.doors.pairwise.pairwise_plan import build_plan
+from pcfjudge.doors.pairwise.pairwise_protocol import PairwiseRequest, PairwiseResponse
+from pcfjudge.doors.pairwise.pairwise_response import to_response
 from pcfjudge.engine.progress import Watch
-from pcfjudge.schemas.pairwise_schema import PairwiseRequest, PairwiseResponse
+from pcfjudge.http.deps import ServicesDep, door, watch_of
+from pcfjudge.http.error_handlers import ERROR_RESPONSES, STREAM_RESPONSE
+from pcfjudge.http.streaming import stream
 
 router = APIRouter()
 

@@ -1,5 +1,5 @@
 """POST /v1/reward: rewards for RL, each group of completions judged together as one PCFJudge task
-(``pcfjudge.doors.reward_plan``). When every sample failed the request answers with the failure's status (503 with
+(``pcfjudge.doors.reward.reward_plan``). When every sample failed the request answers with the failure's status (503 with
 Retry-After when overloaded) so clients' retry loops retry; otherwise a failed sample has ``reward: null`` and an
 ``error``."""
 
@@ -9,14 +9,14 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 
-from pcfjudge.api.deps import ServicesDep, door, watch_of
-from pcfjudge.api.error_handlers import ERROR_RESPONSES, STREAM_RESPONSE
-from pcfjudge.api.streaming import stream
 from pcfjudge.doors.anytime import answer_deadline
 from pcfjudge.doors.decisions import listwise_recorder
-from pcfjudge.doors.reward_plan import Item, check_samples, failure_error, judge_plan, plan
+from pcfjudge.doors.reward.reward_plan import Item, check_samples, failure_error, judge_plan, plan
+from pcfjudge.doors.reward.reward_protocol import RewardRequest, RewardResponse
 from pcfjudge.engine.progress import Watch
-from pcfjudge.schemas.reward_schema import RewardRequest, RewardResponse
+from pcfjudge.http.deps import ServicesDep, door, watch_of
+from pcfjudge.http.error_handlers import ERROR_RESPONSES, STREAM_RESPONSE
+from pcfjudge.http.streaming import stream
 
 router = APIRouter()
 

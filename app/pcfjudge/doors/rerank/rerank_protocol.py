@@ -15,8 +15,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, Field
 
+from pcfjudge.doors.listwise.listwise_protocol import CandidateOut, ListwiseResponse
 from pcfjudge.schemas.common import DEADLINE_MS, STREAM, Strict, Text, non_blank
-from pcfjudge.schemas.listwise_schema import CandidateOut, ListwiseResponse
 from pcfjudge.types import MAX_K
 
 CutText = Annotated[str, AfterValidator(non_blank), Field(min_length=1, json_schema_extra={"pattern": r"\S"})]

@@ -8,6 +8,7 @@ from collections import Counter
 
 from pcfjudge.backends.registry import Jury, ResolvedModel
 from pcfjudge.doors.checks import check_texts, resolve_model
+from pcfjudge.doors.listwise.listwise_protocol import ListwiseRequest
 from pcfjudge.engine.judge import Judge, prompt_style
 from pcfjudge.engine.listwise_runs import ListwiseTask
 from pcfjudge.engine.plan import Plan
@@ -16,7 +17,6 @@ from pcfjudge.judging import consensus as cons
 from pcfjudge.judging import permutations as perms
 from pcfjudge.judging.waves import Adaptive, Budget
 from pcfjudge.judging.window_rounds import WindowOptions, least_calls
-from pcfjudge.schemas.listwise_schema import ListwiseRequest
 from pcfjudge.settings import Settings
 from pcfjudge.types import MAX_K
 

@@ -18,16 +18,10 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query, Request
 
-from pcfjudge.api.deps import ServicesDep, door, watch_of
-from pcfjudge.api.error_handlers import ERROR_RESPONSES
 from pcfjudge.doors.anytime import answer_deadline
 from pcfjudge.doors.decisions import listwise_recorder
-from pcfjudge.doors.reward_plan import Item, check_samples, failure_error, judge_plan, plan
-from pcfjudge.engine.progress import AnswerBy
-from pcfjudge.errors import client_error
-from pcfjudge.reward.scoring import Recorder
-from pcfjudge.reward.text import chat_text, strip_end_tokens
-from pcfjudge.schemas.reward_schema import (
+from pcfjudge.doors.reward.reward_plan import Item, check_samples, failure_error, judge_plan, plan
+from pcfjudge.doors.reward.reward_protocol import (
     OpenRLHFRequest,
     OpenRLHFResponse,
     RewardMode,
@@ -35,6 +29,12 @@ from pcfjudge.schemas.reward_schema import (
     SlimeRequest,
     SlimeResponse,
 )
+from pcfjudge.engine.progress import AnswerBy
+from pcfjudge.errors import client_error
+from pcfjudge.http.deps import ServicesDep, door, watch_of
+from pcfjudge.http.error_handlers import ERROR_RESPONSES
+from pcfjudge.reward.scoring import Recorder
+from pcfjudge.reward.text import chat_text, strip_end_tokens
 from pcfjudge.services import Services
 from pcfjudge.types import MAX_K
 

@@ -20,6 +20,13 @@ from dataclasses import dataclass, replace
 from pcfjudge import context
 from pcfjudge.backends.registry import Jury
 from pcfjudge.doors.checks import resolve_model
+from pcfjudge.doors.reward.reward_protocol import (
+    RewardMode,
+    RewardOptions,
+    RewardSampleResult,
+    RewardUsage,
+    SampleError,
+)
 from pcfjudge.engine.judge import Judge
 from pcfjudge.engine.progress import PLAIN, Watch
 from pcfjudge.engine.spend import Meter
@@ -29,7 +36,6 @@ from pcfjudge.judging.window_rounds import budget_calls
 from pcfjudge.reward.collector import note_of
 from pcfjudge.reward.rewards import GroupRequest, Rewards
 from pcfjudge.reward.scoring import Failure, GroupSpec, GroupUsage, GroupVerdict, MemberOutcome, Recorder, group_k
-from pcfjudge.schemas.reward_schema import RewardMode, RewardOptions, RewardSampleResult, RewardUsage, SampleError
 from pcfjudge.settings import Settings
 
 RETRY_AFTER_S = 5  # a failed judgment's Retry-After when no backend named one

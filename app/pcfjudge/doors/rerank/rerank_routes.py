@@ -1,6 +1,6 @@
 """``POST /rerank`` + ``GET /info`` (text-embeddings-inference shape) and ``POST /v1/rerank`` + ``POST /v2/rerank``
-(Cohere/Jina shape): PCFJudge underneath (``pcfjudge.doors.rerank``; one document is judged pointwise). Field by
-field in ``pcfjudge.schemas.rerank_schema``.
+(Cohere/Jina shape): PCFJudge underneath (``pcfjudge.doors.rerank.rerank_plan``; one document is judged pointwise). Field by
+field in ``pcfjudge.doors.rerank.rerank_protocol``.
 
 TEI's errors are ``{"error": message, "error_type": kind}`` with TEI's statuses: 400 Empty (no texts), 413
 Validation (more texts than the limit), 422 Validation (bad field), 424 Backend (the judge failed: our 502/504), 429
@@ -20,17 +20,9 @@ from fastapi.routing import APIRoute
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from pcfjudge._version import __version__
-from pcfjudge.api.deps import ServicesDep, door, watch_of
-from pcfjudge.api.error_handlers import ERROR_RESPONSES, STREAM_RESPONSE, as_api_error
-from pcfjudge.api.streaming import stream
 from pcfjudge.doors.anytime import answer_deadline
-from pcfjudge.doors.rerank import CHARS_PER_TOKEN, build_task, cut, document_text, judge_model, rerank
-from pcfjudge.engine.listwise_runs import ListwiseTask
-from pcfjudge.engine.plan import Plan
-from pcfjudge.engine.progress import AnswerBy, Watch
-from pcfjudge.errors import client_error
-from pcfjudge.schemas.common import ErrorResponse
-from pcfjudge.schemas.rerank_schema import (
+from pcfjudge.doors.rerank.rerank_plan import CHARS_PER_TOKEN, build_task, cut, document_text, judge_model, rerank
+from pcfjudge.doors.rerank.rerank_protocol import (
     CohereRerankRequest,
     RerankOptions,
     RerankResponse,
@@ -39,6 +31,14 @@ from pcfjudge.schemas.rerank_schema import (
     TeiRank,
     TeiRerankRequest,
 )
+from pcfjudge.engine.listwise_runs import ListwiseTask
+from pcfjudge.engine.plan import Plan
+from pcfjudge.engine.progress import AnswerBy, Watch
+from pcfjudge.errors import client_error
+from pcfjudge.http.deps import ServicesDep, door, watch_of
+from pcfjudge.http.error_handlers import ERROR_RESPONSES, STREAM_RESPONSE, as_api_error
+from pcfjudge.http.streaming import stream
+from pcfjudge.schemas.common import ErrorResponse
 from pcfjudge.services import Services
 
 TEI_STATUS: dict[int, tuple[int, str]] = {

@@ -6,8 +6,8 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
-from pcfjudge.api.jobs.loopback import JOB_SCOPE
 from pcfjudge.engine.progress import PLAIN, AnswerBy, Watch
+from pcfjudge.http.loopback import JOB_SCOPE
 from pcfjudge.services import Services
 from pcfjudge.telemetry.metrics import Door, DoorName, Mode
 

@@ -20,8 +20,8 @@ import orjson
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from pcfjudge import context
-from pcfjudge.api.error_handlers import as_api_error, error_body
 from pcfjudge.engine.progress import RunEvent, Watch
+from pcfjudge.http.error_handlers import as_api_error, error_body
 
 _DONE = object()
 

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from pcfjudge.doors.jury_response import jury_data
+from pcfjudge.doors.pairwise.pairwise_protocol import EstimationOut, KeyedOut, PairwiseResponse, PassOut
 from pcfjudge.engine.pairwise_passes import PairwiseResult, PassRecord
 from pcfjudge.judging import apoc
 from pcfjudge.judging.jury import pool_verdicts
 from pcfjudge.schemas.common import JuryOut, UsageOut
-from pcfjudge.schemas.pairwise_schema import EstimationOut, KeyedOut, PairwiseResponse, PassOut
 
 
 def _pass_out(p: PassRecord) -> PassOut:

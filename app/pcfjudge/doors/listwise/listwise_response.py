@@ -12,11 +12,11 @@ from __future__ import annotations
 from typing import Any
 
 from pcfjudge.doors.jury_response import jury_data
+from pcfjudge.doors.listwise.listwise_protocol import ListwiseResponse
 from pcfjudge.engine.listwise_runs import ListwiseResult
 from pcfjudge.judging import consensus as cons
 from pcfjudge.judging.run_records import RunRecord
 from pcfjudge.judging.window_rounds import WindowReport
-from pcfjudge.schemas.listwise_schema import ListwiseResponse
 
 
 def response_data(result: ListwiseResult, request_id: str, include_runs: bool) -> dict[str, Any]:

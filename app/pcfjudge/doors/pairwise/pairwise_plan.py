@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from pcfjudge.doors.checks import check_texts, resolve_model
+from pcfjudge.doors.pairwise.pairwise_protocol import PairwiseRequest
 from pcfjudge.engine.judge import Judge, prompt_style
 from pcfjudge.engine.pairwise_passes import PairwiseTask
 from pcfjudge.engine.plan import Plan
-from pcfjudge.schemas.pairwise_schema import PairwiseRequest
 from pcfjudge.settings import Settings
 
 TASK_FIELDS = {"question", "response_a", "response_b", "keyed", "estimation", "oracle_best"}

@@ -1,0 +1,1 @@
+"""The listwise door (POST /judge/listwise): its wire models, its plan builder, its response and its route."""

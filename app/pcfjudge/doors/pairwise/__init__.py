@@ -1,0 +1,1 @@
+"""The pairwise door (POST /judge/pairwise): its wire models, its plan builder, its response and its route."""
