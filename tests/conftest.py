@@ -5,6 +5,8 @@
 - ``fake``: the fake provider (one per module, uvicorn in a thread), reset before each test; a module changes its
   configuration by overriding the module-scoped ``fake_config`` fixture;
 - ``serve_url``: ``pcfjudge serve`` on embedded defaults as a subprocess (one per module), its base URL;
+- ``judge_url``: ``pcfjudge serve`` judging through the fake provider over the OpenAI wire protocol (one per module, K
+  orders per group): the reward adapters' and the trainer integrations' service;
 - ``redis_server``: a fresh private redis-server per test.
 """
 
@@ -69,6 +71,23 @@ def fake(fake_server: FakeProvider) -> FakeProvider:
 def serve_url() -> Iterator[str]:
     """``pcfjudge serve`` on embedded defaults as a subprocess, shared by the tests of a module: its base URL."""
     with serve_process() as url:
+        yield url
+
+
+K = 3
+"""PCFJ_DEFAULT_K of the service ``judge_url`` starts (each group is judged in K orders)."""
+
+
+@pytest.fixture(scope="module")
+def judge_url(fake_server: FakeProvider) -> Iterator[str]:
+    env = {
+        "PCFJ_OPENAI_API_KEY": "test",
+        "PCFJ_OPENAI_BASE_URL": f"{fake_server.url}/v1",
+        "PCFJ_DEFAULT_MODEL": "openai:judge-x",
+        "PCFJ_DEFAULT_K": str(K),
+        "PCFJ_MAX_RETRIES": "0",
+    }
+    with serve_process(env=env) as url:
         yield url
 
 

@@ -514,6 +514,44 @@ def test_api_keeps_middleware_routes_and_handlers_apart() -> None:
         assert "BaseModel" in text and "APIRouter" not in text, path.name
 
 
+# ── the tests mirror the package ───────────────────────────────────────────────────────────────────────────────
+
+TESTS = ROOT / "tests"
+TESTS_OF_NO_PACKAGE = {  # folders of tests/ that name no folder of the package, and why
+    "support": "helpers the tests share",
+    "fixtures": "data files",
+    "docs": "the documentation's pages and examples",
+    "deploy": "docker, kubernetes, alert rules, packaging",
+    "e2e": "whole requests against a real server and provider",
+    "api/playground": "the page (pcfjudge/static) and its route (api/routes/playground_routes.py)",
+    "backends/engines": "real llama.cpp engines behind pcfjudge.backends",
+}
+
+
+def test_the_tests_mirror_the_package_folders() -> None:
+    """Every folder of tests/ names a folder of ``app/pcfjudge`` (``tests/lab/…``: of ``lab/pcfjudge_lab``) or is one
+    of ``TESTS_OF_NO_PACKAGE``, and is a package (``__init__.py``); each front door ``pcfjudge/doors/<door>/`` has its
+    tests in ``tests/doors/<door>/``."""
+    stray, bare = [], []
+    for folder in sorted(p for p in TESTS.rglob("*") if p.is_dir() and p.name != "__pycache__"):
+        rel = folder.relative_to(TESTS).as_posix()
+        if any(rel == name or rel.startswith(name + "/") for name in TESTS_OF_NO_PACKAGE):
+            continue
+        if not (folder / "__init__.py").is_file():
+            bare.append(rel)
+        lab, _, inner = rel.partition("/")
+        mirrored = LAB_PACKAGE / inner if lab == "lab" else PACKAGE / rel
+        if not mirrored.is_dir():
+            stray.append(rel)
+    assert not stray, (
+        f"tests/ folders that name no folder of the package (move them, or add to TESTS_OF_NO_PACKAGE): {stray}"
+    )
+    assert not bare, f"tests/ folders without __init__.py: {bare}"
+    assert sorted(p.name for p in (PACKAGE / "doors").iterdir() if (p / "__init__.py").is_file()) == sorted(DOORS)
+    for door in DOORS:
+        assert list((TESTS / "doors" / door).glob("test_*.py")), f"tests/doors/{door}/ holds no tests of its door"
+
+
 # ── the counts, for a person ───────────────────────────────────────────────────────────────────────────────────
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.api.test_api_pairwise import explain
+from tests.doors.pairwise.test_api_pairwise import explain
 from tests.support.inprocess import FakeProvider, app_client, provider_settings
 
 

@@ -3,9 +3,10 @@
 Each size users hit with no setting changed, through the client that sends it, against one ``pcfjudge serve`` on
 embedded defaults (the simulated judge): the cohere SDK's rerank over 1,000 documents, TRL's reward function with
 ``group_size`` 64 and 128, OpenRLHF's ``/get_reward`` with 32 × 8 and 16 × 16 samples (its own aiohttp request code,
-``tests/reward/test_reward_adapters.py``), verl's batch reward over 256 samples (64 prompts × 4 rollouts: 448 calls,
-the most a batch of that size plans) and a ``/judge/listwise`` request of 100 candidates. Then the trainer adapters'
-failures: a 4xx raises with the service's detail; a transient failure gives no reward, with a WARNING and a counter.
+``tests/doors/reward/test_reward_adapters.py``), verl's batch reward over 256 samples (64 prompts × 4 rollouts: 448
+calls, the most a batch of that size plans) and a ``/judge/listwise`` request of 100 candidates. Then the trainer
+adapters' failures: a 4xx raises with the service's detail; a transient failure gives no reward, with a WARNING and a
+counter.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from pcfjudge.integrations import verl as verl_integration
 from pcfjudge.integrations.service import RewardRequestRefused
 from pcfjudge.integrations.trl import PCFJudgeReward
 
-from tests.reward.test_reward_adapters import chat_prompt, openrlhf_fetch_rewards_via_http
+from tests.doors.reward.test_reward_adapters import chat_prompt, openrlhf_fetch_rewards_via_http
 from tests.support.flaky_proxy import FlakyProxy
 from tests.support.waits import free_port
 
@@ -50,7 +51,7 @@ def completions(tag: str, n: int) -> list[dict[str, Any]]:
 
 
 def trl_call(judge: PCFJudgeReward, rows: list[dict[str, Any]]) -> list[float | None]:
-    """TRL's ``_calculate_rewards`` call of a sync reward function (tests/reward/test_reward_integrations.py)."""
+    """TRL's ``_calculate_rewards`` call of a sync reward function (tests/integrations/test_reward_integrations.py)."""
     return judge(
         prompts=[r["prompt"] for r in rows],
         completions=[r["completion"] for r in rows],

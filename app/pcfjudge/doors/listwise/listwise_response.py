@@ -4,7 +4,7 @@
 (rerank, the CLI, benches); the route serialises it once with orjson and sends the bytes as they are, so FastAPI
 neither validates the model a second time nor encodes it twice (the route still declares ``response_model=ListwiseResponse``, so the OpenAPI document is
 unchanged). Every number the model types as ``float`` is made a float here, so the bytes are exactly what the model
-would serialise (``tests/api/test_listwise_response.py`` checks that).
+would serialise (``tests/doors/listwise/test_listwise_response.py`` checks that).
 """
 
 from __future__ import annotations

@@ -37,7 +37,7 @@ from llama_index.postprocessor.tei_rerank import TextEmbeddingInference
 from tei_client import HttpClient as TeiClient
 from tei_client import ModelType
 
-from tests.rerank.test_rerank import COHERE_DOCS, COHERE_QUERY
+from tests.doors.rerank.test_rerank import COHERE_DOCS, COHERE_QUERY
 from tests.support.basics import OPENAI_KEY
 from tests.support.inprocess import FakeProvider
 from tests.support.processes import serve_process

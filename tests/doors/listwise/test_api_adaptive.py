@@ -9,7 +9,7 @@ import pytest
 from pcfjudge.settings import Settings
 from pcfjudge.types import usd
 
-from tests.api.test_api_listwise import recompute
+from tests.doors.listwise.test_api_listwise import recompute
 from tests.support.inprocess import ClientFactory
 
 ITEMS = [

@@ -27,7 +27,7 @@ import pytest
 from pcfjudge.integrations import verl as verl_integration
 from pcfjudge.integrations.trl import PCFJudgeReward
 
-from tests.reward.conftest import K
+from tests.conftest import K
 from tests.support.flaky_proxy import FlakyProxy
 from tests.support.inprocess import FakeProvider
 

@@ -14,7 +14,7 @@ import httpx
 import pytest
 from cohere.core.api_error import ApiError
 
-from tests.rerank.test_rerank import COHERE_DOCS, COHERE_QUERY
+from tests.doors.rerank.test_rerank import COHERE_DOCS, COHERE_QUERY
 from tests.support.basics import ROOT
 from tests.support.processes import serve_process
 

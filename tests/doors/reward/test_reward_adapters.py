@@ -20,7 +20,7 @@ import aiohttp
 import httpx
 import pytest
 
-from tests.reward.conftest import K
+from tests.conftest import K
 from tests.support.inprocess import FakeProvider
 
 pytestmark = pytest.mark.slow
