@@ -572,3 +572,32 @@ def report(edges: Graph, source: Path = SOURCE) -> Iterable[str]:
 if __name__ == "__main__":
     source = Path(sys.argv[1]) if len(sys.argv) > 1 else SOURCE  # another checkout's app/, e.g. an older commit's
     print("\n".join(report(graph(source), source)))
+
+
+def _http_edge(path: Path) -> bool:
+    """The HTTP layer: pcfjudge.http, the api package, and each door's routes."""
+    relative = path.relative_to(PACKAGE)
+    return relative.parts[0] in ("http", "api") or path.stem.endswith("_routes")
+
+
+def test_below_the_http_layer_errors_carry_kinds_and_one_table_gives_statuses() -> None:
+    """Below the HTTP layer ``Refusal`` and ``ApiError`` carry an error kind, never a status (only the HTTP edge may
+    give an ``ApiError`` a status of its own); every kind raised anywhere has its status in ``STATUS``."""
+    from pcfjudge.http.error_handlers import STATUS
+
+    kinds: dict[str, str] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(_parse(path.read_text(encoding="utf-8"))):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
+                continue
+            if node.func.id not in ("Refusal", "ApiError") or not node.args:
+                continue
+            where = f"{path.relative_to(PACKAGE)}:{node.lineno}"
+            first = node.args[0]
+            assert not (isinstance(first, ast.Constant) and isinstance(first.value, int)), f"{where}: a status"
+            if any(k.arg == "status" for k in node.keywords):
+                assert _http_edge(path), f"{where}: a status below the HTTP layer"
+            if isinstance(first, ast.Constant) and isinstance(first.value, str):
+                kinds[first.value] = where
+    assert kinds, "no Refusal or ApiError found: the scan is broken"
+    assert not {kind: where for kind, where in kinds.items() if kind not in STATUS}

@@ -2,23 +2,25 @@
 FastAPI); ``api.error_handlers`` is the one place that turns them, and ``engine.failures.JudgingFailed`` and
 ``judging.waves.BudgetError``, into the JSON error body.
 
-``Refusal``: the service declines a request before (or instead of) spending on it. Raised by the guards (caps,
-quotas, model allowlist) and by the runner when admission control will not take the calls; its ``status`` and, for
-429/503, a ``Retry-After`` header go into the answer.
+Both carry an error kind, never an HTTP status: ``http.error_handlers.STATUS`` is the one table that turns a kind
+into a status (as text-embeddings-inference's ``ErrorType`` does).
 
-``ApiError``: a client mistake a front door found (4xx; ``client_error`` for a 422 naming the field), or a front
-door's own verdict on backend trouble (5xx).
+``Refusal``: the service declines a request before (or instead of) spending on it. Raised by the guards (caps,
+quotas, model allowlist), by the runner when admission control will not take the calls, and by the reward door when
+too many samples wait; its ``retry_after`` becomes a ``Retry-After`` header.
+
+``ApiError``: a client mistake a front door found (``client_error`` for a 422 naming the field), or a door's own
+verdict on backend trouble; only the HTTP layer gives one a ``status`` of its own (a verdict that carries the
+judgment's 502/503/504).
 """
 
 from __future__ import annotations
 
 
 class Refusal(Exception):
-    def __init__(
-        self, status: int, kind: str, detail: str, *, field: str | None = None, retry_after: float | None = None
-    ) -> None:
+    def __init__(self, kind: str, detail: str, *, field: str | None = None, retry_after: float | None = None) -> None:
         super().__init__(detail)
-        self.status, self.kind, self.detail, self.field, self.retry_after = status, kind, detail, field, retry_after
+        self.kind, self.detail, self.field, self.retry_after = kind, detail, field, retry_after
 
     def headers(self) -> dict[str, str] | None:
         if self.retry_after is None:
@@ -29,17 +31,17 @@ class Refusal(Exception):
 class ApiError(Exception):
     def __init__(
         self,
-        status: int,
         kind: str,
         detail: str,
         *,
         headers: dict[str, str] | None = None,
         field: str | None = None,
+        status: int | None = None,
     ) -> None:
         super().__init__(detail)
-        self.status, self.kind, self.detail, self.headers, self.field = status, kind, detail, headers, field
+        self.kind, self.detail, self.headers, self.field, self.status = kind, detail, headers, field, status
 
 
 def client_error(field: str, detail: str) -> ApiError:
     """A 422 naming the field and the fix."""
-    return ApiError(422, "validation_error", f"{field}: {detail}", field=field)
+    return ApiError("validation_error", f"{field}: {detail}", field=field)

@@ -175,9 +175,7 @@ class Judge:
                 detail = (
                     f"k: {n} candidates in windows of {window} need two rounds, {least} calls; this may make {calls}"
                 )
-                raise Refusal(
-                    422, "validation_error", f"{detail} (k counts rounds past one window: at least 2)", field="k"
-                )
+                raise Refusal("validation_error", f"{detail} (k counts rounds past one window: at least 2)", field="k")
             return Plan(task, "windows", jurors, jury, calls * len(jurors), texts, "candidates", window=window)
         runs = plan_runs(task, jurors[0].string, self.params(jurors[0]))
         calls = len(runs.runs) * len(jurors)

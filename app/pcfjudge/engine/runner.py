@@ -125,7 +125,7 @@ class Runner:
         try:
             model.limit.reserve(starts, deadline - loop.time())
         except Saturated as exc:  # the backend cannot take them: the service declines the request (503)
-            raise Refusal(exc.status, exc.kind, exc.detail, retry_after=exc.retry_after) from None
+            raise Refusal(exc.kind, exc.detail, retry_after=exc.retry_after) from None
         pending: dict[int, asyncio.Task[CallOutcome]] = {}
         owned: set[int] = set()  # runs whose call this request started (the others share a call in flight)
         for n, i in enumerate(misses):

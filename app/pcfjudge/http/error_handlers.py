@@ -1,9 +1,9 @@
 """One error shape for every failure: ``{"error": kind, "detail": what and how to fix}``. The one place an
 exception becomes an HTTP answer:
 
-ApiError (status, kind)                 raised by the front doors (pcfjudge.errors, pcfjudge.doors) for client
-                                        mistakes (4xx) and backend trouble (5xx)
-Refusal (status, kind)                  declined: caps and allowlist (422), quota (429), overload (503)
+ApiError (kind)                         raised by the front doors (pcfjudge.errors, pcfjudge.doors) for client
+                                        mistakes; its status from ``STATUS`` (a route may give its own: 5xx verdicts)
+Refusal (kind)                          declined: caps and allowlist (422), quota (429), overload (503): ``STATUS``
 JudgingFailed                           too few runs succeeded: 502/503/504 (counted through doors.decisions.judged)
 BudgetError (field)                     max_calls / max_cost_usd cannot pay for one run: 422 naming the field
 RequestValidationError                  → 422 validation_error, or 400 invalid_json for a body that is not JSON
@@ -15,6 +15,7 @@ anything else                           → 500 internal_error, as JSON, by api.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -76,21 +77,56 @@ async def _http_error(request: Request, exc: Exception) -> JSONResponse:
     return JSONResponse(error_body(kind, detail, request), exc.status_code, headers=getattr(exc, "headers", None))
 
 
-def as_api_error(exc: Exception) -> ApiError | None:
+STATUS: dict[str, int] = {
+    # a client's mistake, found by a door or the guard
+    "validation_error": 422,
+    "over_limit": 422,  # a per-request cap (calls, input tokens, reward calls)
+    "model_not_allowed": 422,
+    "empty": 400,
+    "too_many_candidates": 413,
+    "too_many_documents": 413,
+    "too_many_samples": 413,
+    "group_too_large": 413,
+    "jobs_too_large": 413,
+    "not_found": 404,
+    # the caller must wait
+    "quota_exceeded": 429,
+    "too_many_jobs": 429,
+    # the service declines for now
+    "overloaded": 503,
+    "shutting_down": 503,
+    "jobs_unavailable": 503,
+}
+"""Error kind → HTTP status: the one table (``errors``: below this layer an error has a kind, never a status). A
+judgment that failed (``JudgingFailed``) keeps the 502/503/504 its backends' failures chose."""
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """An error as the HTTP answer it becomes."""
+
+    status: int
+    kind: str
+    detail: str
+    headers: dict[str, str] | None = None
+    field: str | None = None
+
+
+def as_api_error(exc: Exception) -> Answer | None:
     """The answer for an error raised below the routes (None: not one of ours). Every front door's errors pass
     through here, in the service's shape (the handlers below) or in a wire format's own (TEI's rerank route)."""
     if isinstance(exc, ApiError):
-        return exc
+        return Answer(exc.status or STATUS[exc.kind], exc.kind, exc.detail, exc.headers, exc.field)
     if isinstance(exc, Refusal):
-        return ApiError(exc.status, exc.kind, exc.detail, headers=exc.headers(), field=exc.field)
+        return Answer(STATUS[exc.kind], exc.kind, exc.detail, exc.headers(), exc.field)
     if isinstance(exc, JudgingFailed):  # too few runs succeeded: 502/503/504; a 503 always says when to retry
         if exc.retry_after is not None:
             headers: dict[str, str] | None = {"Retry-After": str(max(1, round(exc.retry_after)))}
         else:
             headers = {"Retry-After": "5"} if exc.status == 503 else None
-        return ApiError(exc.status, exc.kind, exc.detail, headers=headers)
+        return Answer(exc.status, exc.kind, exc.detail, headers)
     if isinstance(exc, BudgetError):
-        return client_error(exc.field, exc.detail)
+        return as_api_error(client_error(exc.field, exc.detail))
     return None
 
 

@@ -122,7 +122,7 @@ def fail(done: asyncio.Future[GroupVerdict], exc: BaseException) -> None:
 
 
 def shutting_down() -> Refusal:
-    return Refusal(503, "shutting_down", "the service is shutting down; retry (another replica)", retry_after=1)
+    return Refusal("shutting_down", "the service is shutting down; retry (another replica)", retry_after=1)
 
 
 async def settle(done: asyncio.Future[GroupVerdict], verdict: Awaitable[GroupVerdict]) -> None:

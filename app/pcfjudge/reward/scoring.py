@@ -68,9 +68,10 @@ class GroupSpec:
 
 @dataclass(frozen=True, slots=True)
 class Failure:
-    """Why a member has no reward: the HTTP status and error kind the judgment failed with."""
+    """Why a member has no reward: the error kind the judgment failed with, and its status when it failed (a
+    ``JudgingFailed``'s 502/503/504; None when it was refused: the HTTP edge's table gives the status)."""
 
-    status: int
+    status: int | None
     kind: str
     detail: str
     retry_after: float | None = None
@@ -195,7 +196,7 @@ async def _judge_unique(
         judgment = judge.listwise(task, watch)
         result = await (judgment if record is None else record(judgment))
     except (JudgingFailed, Refusal) as exc:
-        failure = Failure(exc.status, exc.kind, exc.detail, exc.retry_after)
+        failure = Failure(exc.status if isinstance(exc, JudgingFailed) else None, exc.kind, exc.detail, exc.retry_after)
         return {digest(t): replace(base, failure=failure) for t in texts}, GroupUsage()
     usage = GroupUsage(
         result.backend_calls,

@@ -63,7 +63,6 @@ class Guard:
             return
         allowed = ", ".join(self.allowlist)
         raise Refusal(
-            422,
             "model_not_allowed",
             f"model: {model!r} is not allowed on this server; use one of: {allowed} (PCFJ_ALLOWED_MODELS)",
             field="model",
@@ -74,7 +73,6 @@ class Guard:
         if calls > s.max_calls_per_request:
             fix = "lower k or executions" if window is None else "send fewer candidates or lower k (rounds of windows)"
             raise Refusal(
-                422,
                 "over_limit",
                 f"{field}: this request needs {calls} backend calls; the limit is {s.max_calls_per_request} per request "
                 f"(PCFJ_MAX_CALLS_PER_REQUEST); {fix}",
@@ -83,7 +81,6 @@ class Guard:
         tokens = estimate_input_tokens(texts, calls, window)
         if tokens > s.max_input_tokens_per_request:
             raise Refusal(
-                422,
                 "over_limit",
                 f"this request needs about {tokens} input tokens; the limit is {s.max_input_tokens_per_request} per "
                 "request (PCFJ_MAX_INPUT_TOKENS_PER_REQUEST); send shorter texts, fewer candidates or a lower k",
@@ -100,13 +97,11 @@ class Guard:
         if not decision.allowed:
             if math.isinf(decision.retry_after):
                 raise Refusal(
-                    429,
                     "quota_exceeded",
                     f"this request needs {calls} backend calls; the quota is {per_min:g} per minute "
                     "(PCFJ_QUOTA_CALLS_PER_MIN), so it can never run; lower k or executions",
                 )
             raise Refusal(
-                429,
                 "quota_exceeded",
                 f"backend call quota ({per_min:g} per minute) used up; retry after {decision.retry_after:.1f}s",
                 retry_after=decision.retry_after,

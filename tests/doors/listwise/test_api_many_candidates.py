@@ -145,7 +145,7 @@ async def test_an_in_process_task_with_one_round_is_refused_before_a_call() -> N
         task = build_task(ListwiseRequest.model_validate(BODY), services.settings, judge)
         with pytest.raises(Refusal) as refused:
             await judge.listwise(dataclasses.replace(task, k=1))
-    assert refused.value.status == 422 and refused.value.field == "k" and counting.calls == 0
+    assert refused.value.kind == "validation_error" and refused.value.field == "k" and counting.calls == 0
 
 
 async def test_max_calls_bounds_the_rounds() -> None:

@@ -182,7 +182,7 @@ def new_id() -> str:
 
 def unavailable() -> ApiError:
     detail = "the job store (Redis) is not answering; retry shortly"
-    return ApiError(503, "jobs_unavailable", detail, headers={"Retry-After": "5"})
+    return ApiError("jobs_unavailable", detail, headers={"Retry-After": "5"})
 
 
 async def submit(services: Services, sub: Submission, request: Request, kick: Callable[[], None]) -> Response:
@@ -216,14 +216,14 @@ async def submit(services: Services, sub: Submission, request: Request, kick: Ca
             f"this API key has {admission.active} queued or running jobs; at most {s.max_jobs_per_key} "
             "(PCFJ_MAX_JOBS_PER_KEY); wait for one to end, or cancel one"
         )
-        raise ApiError(429, "too_many_jobs", detail, headers={"Retry-After": "5"})
+        raise ApiError("too_many_jobs", detail, headers={"Retry-After": "5"})
     if admission.refused == "bytes":
         detail = (
             f"this job's request is {record.size} bytes and this API key's queued and running jobs hold "
             f"{admission.active_bytes}; at most {s.max_job_bytes_per_key} bytes in all (PCFJ_MAX_JOB_BYTES_PER_KEY); "
             "wait for a job to end, or send a smaller request"
         )
-        raise ApiError(413, "jobs_too_large", detail)
+        raise ApiError("jobs_too_large", detail)
     kick()
     where = location(record.id, str(request.scope.get("root_path", "")))
     body = orjson.dumps({"id": record.id, "status": "queued", "location": where})

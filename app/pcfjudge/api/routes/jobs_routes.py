@@ -97,7 +97,7 @@ async def _owned(services: Services, job_id: str) -> JobRecord:
         raise job_intake.unavailable() from None
     if record is None or record.owner != context.key_name():
         detail = f"no job {job_id} for this API key (jobs are kept PCFJ_JOB_TTL_S after they are submitted)"
-        raise ApiError(404, "not_found", detail)
+        raise ApiError("not_found", detail)
     return record
 
 

@@ -100,7 +100,7 @@ def _root(request: Request) -> str:
 def _openapi_url(request: Request) -> str:
     url = request.app.openapi_url
     if url is None:
-        raise ApiError(404, "not_found", "the OpenAPI document is disabled on this service, so are its docs")
+        raise ApiError("not_found", "the OpenAPI document is disabled on this service, so are its docs")
     return f"{_root(request)}{url}"
 
 

@@ -32,7 +32,7 @@ def build_task(body: ListwiseRequest, s: Settings, judge: Judge) -> ListwiseTask
     n = len(body.candidates)
     if n > s.max_items:
         detail = f"{n} candidates > the limit of {s.max_items} per request (PCFJ_MAX_ITEMS); send at most {s.max_items}"
-        raise ApiError(413, "too_many_candidates", detail, field="candidates")
+        raise ApiError("too_many_candidates", detail, field="candidates")
     if n < s.min_candidates:
         raise client_error("candidates", f"send between {s.min_candidates} and {s.max_items} candidates (got {n})")
     pairs = [(str(i), c) if isinstance(c, str) else (c.id, c.text) for i, c in enumerate(body.candidates)]

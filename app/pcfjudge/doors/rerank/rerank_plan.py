@@ -57,7 +57,7 @@ def check_count(s: Settings, n: int, field: str) -> None:
     """1 to max_items documents: 400 for none, 413 naming the limit for too many. Two or more must also be at
     least PCFJ_MIN_CANDIDATES (422); one is judged pointwise."""
     if n == 0:
-        raise ApiError(400, "empty", f"`{field}` cannot be empty; send 1 to {s.max_items}")
+        raise ApiError("empty", f"`{field}` cannot be empty; send 1 to {s.max_items}")
     if 1 < n < s.min_candidates:
         detail = f"send 1, or at least {s.min_candidates} (got {n}): relevance is judged relative to the other {field}"
         raise client_error(field, detail)
@@ -66,7 +66,7 @@ def check_count(s: Settings, n: int, field: str) -> None:
             f"{n} {field} > maximum allowed {s.max_items} per request (PCFJ_MAX_ITEMS); send at most {s.max_items}, "
             f"e.g. the top {s.max_items} of a first-stage retriever"
         )
-        raise ApiError(413, "too_many_documents", detail, field=field)
+        raise ApiError("too_many_documents", detail, field=field)
 
 
 def judge_model(judge: Judge, named: str | None, options: RerankOptions | None) -> ResolvedModel | Jury:

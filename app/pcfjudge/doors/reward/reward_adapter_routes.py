@@ -20,7 +20,7 @@ from fastapi import APIRouter, Depends, Query, Request
 
 from pcfjudge.doors.anytime import answer_deadline
 from pcfjudge.doors.decisions import listwise_recorder
-from pcfjudge.doors.reward.reward_plan import Item, check_samples, failure_error, judge_plan, plan
+from pcfjudge.doors.reward.reward_plan import Item, check_samples, judge_plan, plan
 from pcfjudge.doors.reward.reward_protocol import (
     OpenRLHFRequest,
     OpenRLHFResponse,
@@ -29,6 +29,7 @@ from pcfjudge.doors.reward.reward_protocol import (
     SlimeRequest,
     SlimeResponse,
 )
+from pcfjudge.doors.reward.reward_routes import failure_error
 from pcfjudge.engine.progress import AnswerBy
 from pcfjudge.errors import client_error
 from pcfjudge.http.deps import ServicesDep, door, watch_of

@@ -38,8 +38,6 @@ from pcfjudge.reward.rewards import GroupRequest, Rewards
 from pcfjudge.reward.scoring import Failure, GroupSpec, GroupUsage, GroupVerdict, MemberOutcome, Recorder, group_k
 from pcfjudge.settings import Settings
 
-RETRY_AFTER_S = 5  # a failed judgment's Retry-After when no backend named one
-
 
 @dataclass(frozen=True, slots=True)
 class Item:
@@ -80,7 +78,7 @@ def check_samples(settings: Settings, n: int, field: str) -> None:
             f"{field}: {n} samples > the limit of {limit} per request (PCFJ_MAX_SAMPLES_PER_REQUEST); send the batch "
             "in several requests, whole groups in each"
         )
-        raise ApiError(413, "too_many_samples", detail, field=field)
+        raise ApiError("too_many_samples", detail, field=field)
 
 
 def plan(s: Settings, judge: Judge, options: RewardOptions, items: Sequence[Item], field: str) -> Plan:
@@ -118,7 +116,7 @@ def plan(s: Settings, judge: Judge, options: RewardOptions, items: Sequence[Item
         if distinct > s.max_group_size:
             where_ = f"group {group.label!r}" if group.label else "a prompt"
             detail = f"{where_} has {distinct} distinct responses; at most {s.max_group_size} (PCFJ_MAX_GROUP_SIZE)"
-            raise ApiError(413, "group_too_large", detail, field=field)
+            raise ApiError("group_too_large", detail, field=field)
     # Each group's K, fixed now for its expected size (members meet only with the same spec, so K is resolved before
     # they do): the request's k, else PCFJ_DEFAULT_K in one window, PCFJ_WINDOW_ROUNDS rounds past it.
     groups = [replace(g, spec=replace(g.spec, k=group_k(s, k, members(g, size)))) for g in groups]
@@ -132,7 +130,7 @@ def plan(s: Settings, judge: Judge, options: RewardOptions, items: Sequence[Item
             f"{s.max_reward_calls_per_request} per request (PCFJ_MAX_REWARD_CALLS_PER_REQUEST); send fewer groups "
             "per request or lower k"
         )
-        raise ApiError(422, "over_limit", detail, field=field)
+        raise ApiError("over_limit", detail, field=field)
     judge.allow(model.jurors if isinstance(model, Jury) else (model,))
     if judge.guard is not None:  # each group is one judgment: its plan is checked as Judge.check will check it
         for g in groups:
@@ -207,7 +205,6 @@ def _waiting(s: Settings, rewards: Rewards, plan: Plan) -> Iterator[None]:
     limit = s.max_waiting_members_per_key
     if waiting[tenant] + n > limit:
         raise Refusal(
-            503,
             "overloaded",
             f"this API key has {waiting[tenant]} samples waiting for their groups' other members; at most {limit} "
             "may wait (PCFJ_MAX_WAITING_MEMBERS_PER_KEY); retry once groups have filled",
@@ -256,16 +253,3 @@ def _usage(verdicts: Sequence[GroupVerdict]) -> RewardUsage:
         cached_tokens=total.cached_tokens,
         cost_usd=total.cost_usd,
     )
-
-
-def failure_error(failures: Sequence[Failure], *, status: int | None = None) -> ApiError:
-    """The error for samples that got no reward: the most common failure's kind and status (unless ``status``
-    forces one), with Retry-After whenever the answer is 503 or 429 or a backend named a wait."""
-    (code, kind), _ = Counter((f.status, f.kind) for f in failures).most_common(1)[0]
-    first = next(f for f in failures if (f.status, f.kind) == (code, kind))
-    code = status or code
-    waits = [f.retry_after for f in failures if f.retry_after is not None]
-    headers = {"Retry-After": str(max(1, round(max(waits) + 0.499)))} if waits else None
-    if headers is None and code in (429, 503):
-        headers = {"Retry-After": str(RETRY_AFTER_S)}
-    return ApiError(code, kind, first.detail, headers=headers)

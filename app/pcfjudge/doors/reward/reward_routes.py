@@ -5,18 +5,22 @@ Retry-After when overloaded) so clients' retry loops retry; otherwise a failed s
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Sequence
 from typing import Any
 
 from fastapi import APIRouter, Request
 
 from pcfjudge.doors.anytime import answer_deadline
 from pcfjudge.doors.decisions import listwise_recorder
-from pcfjudge.doors.reward.reward_plan import Item, check_samples, failure_error, judge_plan, plan
+from pcfjudge.doors.reward.reward_plan import Item, check_samples, judge_plan, plan
 from pcfjudge.doors.reward.reward_protocol import RewardRequest, RewardResponse
 from pcfjudge.engine.progress import Watch
+from pcfjudge.errors import ApiError
 from pcfjudge.http.deps import ServicesDep, door, watch_of
-from pcfjudge.http.error_handlers import ERROR_RESPONSES, STREAM_RESPONSE
+from pcfjudge.http.error_handlers import ERROR_RESPONSES, STATUS, STREAM_RESPONSE
 from pcfjudge.http.streaming import stream
+from pcfjudge.reward.scoring import Failure
 
 router = APIRouter()
 
@@ -52,3 +56,20 @@ async def reward_route(body: RewardRequest, request: Request, services: Services
 
         return await stream(data, watch, request.state.request_id)
     return await rewarded(watch)
+
+
+RETRY_AFTER_S = 5  # a failed judgment's Retry-After when no backend named one
+
+
+def failure_error(failures: Sequence[Failure], *, status: int | None = None) -> ApiError:
+    """The error for samples that got no reward: the most common failure's kind and status (unless ``status``
+    forces one), with Retry-After whenever the answer is 503 or 429 or a backend named a wait."""
+    statuses = [(f.status or STATUS[f.kind], f.kind) for f in failures]
+    (code, kind), _ = Counter(statuses).most_common(1)[0]
+    first = next(f for f, key in zip(failures, statuses, strict=True) if key == (code, kind))
+    code = status or code
+    waits = [f.retry_after for f in failures if f.retry_after is not None]
+    headers = {"Retry-After": str(max(1, round(max(waits) + 0.499)))} if waits else None
+    if headers is None and code in (429, 503):
+        headers = {"Retry-After": str(RETRY_AFTER_S)}
+    return ApiError(kind, first.detail, headers=headers, status=code)
