@@ -60,7 +60,7 @@ class Services:
         # Quotas live where the cache does: in Redis shared by the replicas (memory while it is down), else in memory.
         shared = getattr(cache, "shared", None)
         limiter: Limiter = RedisLimiter(shared) if isinstance(shared, RedisCache) else MemoryLimiter()
-        guard = Guard(settings, limiter)
+        guard = Guard(settings, settings.model_allowlist(), limiter)
         book = Book()
         judge = Judge(settings, registry, runner, settings.request_timeout_s, guard, reliability=book)
         store: ReliabilityStore = open_store(settings)  # Redis with PCFJ_REDIS_URL, else the calibration file

@@ -7,18 +7,15 @@ from pathlib import Path
 from typing import Literal
 from urllib.parse import urlsplit
 
-from pydantic import AliasChoices, Field, SecretStr, model_validator
+from pydantic import AliasChoices, BaseModel, Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from pcfjudge.types import MAX_K, OutputMode
 
 
-class Settings(BaseSettings):
-    """Every knob of the service. Tests build one directly; production reads the environment."""
+class ModelSelection(BaseModel):
+    """Model selection."""
 
-    model_config = SettingsConfigDict(env_prefix="PCFJ_", extra="ignore", populate_by_name=True)
-
-    # Model selection
     default_model: str | None = Field(
         default=None,
         description="Model used when a request names none; unset: the keyed provider's default, else sim.",
@@ -26,7 +23,10 @@ class Settings(BaseSettings):
     openai_default_model: str = "gpt-5.4"
     anthropic_default_model: str = "claude-sonnet-4-6"
 
-    # Request limits
+
+class RequestLimits(BaseModel):
+    """Request limits."""
+
     min_candidates: int = Field(2, ge=2)
     max_candidates: int = Field(
         16, ge=2, le=26, description="The window: candidates one prompt shows (past it, rounds of windows)."
@@ -53,7 +53,10 @@ class Settings(BaseSettings):
     default_k: int = Field(7, ge=1, le=MAX_K)
     max_executions: int = Field(5, ge=1, le=5)
 
-    # Fan-out and failure policy
+
+class FanOut(BaseModel):
+    """Fan-out and failure policy."""
+
     request_timeout_s: float = Field(120.0, gt=0, description="Per-request deadline for all of its backend calls.")
     backend_concurrency: int = Field(16, ge=1, description="Concurrent calls per backend, per process.")
     quorum: float | None = Field(
@@ -75,7 +78,10 @@ class Settings(BaseSettings):
     retry_base_s: float = Field(0.5, ge=0)
     retry_max_s: float = Field(20.0, ge=0)
 
-    # Access and spend (see README "Running it safely")
+
+class AccessAndSpend(BaseModel):
+    """Access and spend (see README "Running it safely")."""
+
     api_keys: SecretStr | None = Field(
         default=None,
         description="Turns authentication on: comma- or newline-separated 'name:key' or 'name:sha256:<hex>' entries.",
@@ -153,7 +159,10 @@ class Settings(BaseSettings):
     keep_alive_s: float = Field(5.0, gt=0, description="Idle keep-alive connections are closed after this.")
     log_format: Literal["text", "json"] = "text"
 
-    # Cache
+
+class CacheSettings(BaseModel):
+    """Cache."""
+
     cache_max_entries: int = Field(100_000, ge=1)
     cache_ttl_s: float = Field(7 * 86400, gt=0)
     redis_url: str | None = Field(
@@ -181,7 +190,10 @@ class Settings(BaseSettings):
         "tenants; off: one shared cache, which is what saves calls.",
     )
 
-    # Rewards for RL (POST /v1/reward and its adapters)
+
+class RewardSettings(BaseModel):
+    """Rewards for RL (POST /v1/reward and its adapters)."""
+
     reward_group_size: int = Field(
         1,
         ge=1,
@@ -195,7 +207,10 @@ class Settings(BaseSettings):
         600_000, ge=0, le=600_000, description="Cap on any request's group_wait_ms: the longest a request is held."
     )
 
-    # Jobs (docs/api/jobs.md): judgments that outlive a request, in Redis with PCFJ_REDIS_URL (else in process)
+
+class JobSettings(BaseModel):
+    """Jobs (docs/api/jobs.md): judgments that outlive a request, in Redis with PCFJ_REDIS_URL (else in process)."""
+
     job_ttl_s: float = Field(
         86_400.0, gt=0, description="A job and its result are kept this long after submission (renewed when it ends)."
     )
@@ -229,7 +244,10 @@ class Settings(BaseSettings):
         "webhook_url is refused (422).",
     )
 
-    # Process (`pcfjudge serve`)
+
+class ProcessSettings(BaseModel):
+    """Process (`pcfjudge serve`)."""
+
     workers: int = Field(1, ge=1, le=128, description="Worker processes: the default of `pcfjudge serve --workers`.")
     shutdown_grace_s: int = Field(
         30,
@@ -238,13 +256,19 @@ class Settings(BaseSettings):
         "exit 0. Set it at least PCFJ_REQUEST_TIMEOUT_S to never cut a request.",
     )
 
-    # Metrics
+
+class MetricsSettings(BaseModel):
+    """Metrics."""
+
     metrics_models: list[str] = Field(
         default_factory=list,
         description="Extra model strings labelled by name in metrics (others are 'other'; labels stay bounded).",
     )
 
-    # Simulated judge
+
+class SimSettings(BaseModel):
+    """Simulated judge."""
+
     sim_seed: int = 0
     sim_position_bias: float = 5.0
     sim_target_accuracy: float = Field(0.86, gt=0.25, lt=1)
@@ -254,7 +278,10 @@ class Settings(BaseSettings):
     )
     sim_fail_rate: float = Field(0.0, ge=0, le=1)
 
-    # Real providers (keys and URLs also honoured under the SDKs' own names)
+
+class ProviderSettings(BaseModel):
+    """Real providers (keys and URLs also honoured under the SDKs' own names)."""
+
     openai_api_key: SecretStr | None = Field(
         default=None, validation_alias=AliasChoices("PCFJ_OPENAI_API_KEY", "OPENAI_API_KEY")
     )
@@ -292,7 +319,10 @@ class Settings(BaseSettings):
         "endpoints still get the temperature with it.",
     )
 
-    # Juries (docs/juries.md)
+
+class JurySettings(BaseModel):
+    """Juries (docs/juries.md)."""
+
     juries: dict[str, list[str]] = Field(
         default_factory=dict,
         description='Named juries a request may give as its model, e.g. {"panel": ["openai:gpt-5.4", '
@@ -308,7 +338,10 @@ class Settings(BaseSettings):
     )
     max_jurors: int = Field(5, ge=1, le=16, description="Jurors one jury may have.")
 
-    # Calibration and drift (docs/calibration.md)
+
+class CalibrationSettings(BaseModel):
+    """Calibration and drift (docs/calibration.md)."""
+
     calibration_file: Path | None = Field(
         default=None,
         description="Where `pcfjudge calibrate` stores its records and the service reads them without "
@@ -327,7 +360,10 @@ class Settings(BaseSettings):
         description="A shift is drift only past this many percentage points (and significant at PCFJ_DRIFT_ALPHA).",
     )
 
-    # Prompts (README "Local open-weight judges")
+
+class PromptSettings(BaseModel):
+    """Prompts (README "Local open-weight judges")."""
+
     prompts: Literal["v2", "v1"] = Field(
         "v2",
         description="Prompt family: v2 (one required property per label, bounded fields: complete under any "
@@ -355,6 +391,30 @@ class Settings(BaseSettings):
         le=3600,
         description="Seconds between status checks while `pcfjudge eval --batch` waits for batches.",
     )
+
+
+class Settings(
+    BaseSettings,
+    ModelSelection,
+    RequestLimits,
+    FanOut,
+    AccessAndSpend,
+    CacheSettings,
+    RewardSettings,
+    JobSettings,
+    ProcessSettings,
+    MetricsSettings,
+    SimSettings,
+    ProviderSettings,
+    JurySettings,
+    CalibrationSettings,
+    PromptSettings,
+):
+    """Every knob of the service, in groups (the classes above, one a section of docs/operations/settings.md) under
+    the same flat ``PCFJ_*`` environment names. Tests build one directly; production reads the environment. A
+    module that needs one group takes that group's type: it is handed the settings, and sees only its group."""
+
+    model_config = SettingsConfigDict(env_prefix="PCFJ_", extra="ignore", populate_by_name=True)
 
     @model_validator(mode="after")
     def _check(self) -> Settings:
@@ -414,3 +474,22 @@ class Settings(BaseSettings):
         if self.anthropic_api_key is not None:
             return f"anthropic:{self.anthropic_default_model}"
         return "sim:default"
+
+
+GROUPS: tuple[type[BaseModel], ...] = (
+    ModelSelection,
+    RequestLimits,
+    FanOut,
+    AccessAndSpend,
+    CacheSettings,
+    RewardSettings,
+    JobSettings,
+    ProcessSettings,
+    MetricsSettings,
+    SimSettings,
+    ProviderSettings,
+    JurySettings,
+    CalibrationSettings,
+    PromptSettings,
+)
+"""The groups, in the order docs/operations/settings.md shows them."""

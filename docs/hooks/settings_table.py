@@ -1,15 +1,13 @@
 """MkDocs hook: the settings reference (``docs/operations/settings.md``) is generated from ``pcfjudge.settings`` at
 build time, so its variables, defaults and meanings are the code's. The page holds the marker ``<!-- settings-table
--->``; every ``Settings`` field becomes one row under the section comment it sits under in ``settings.py``. A field
+-->``; every ``Settings`` field becomes one row under its group (``pcfjudge.settings.GROUPS``, titled by the group's
+docstring). A field
 without a ``description=`` takes its meaning from ``MEANINGS`` below (``tests/docs/test_docs.py`` fails on a field that has
 neither)."""
 
 from __future__ import annotations
 
-import ast
-import inspect
 import json
-import textwrap
 from typing import Any
 
 from mkdocs.config.defaults import MkDocsConfig
@@ -52,25 +50,6 @@ MEANINGS = {
 }
 
 
-def sections(settings_cls: type) -> dict[str, str]:
-    """Field name → the ``# Section`` comment above it in the class body."""
-    source = textwrap.dedent(inspect.getsource(settings_cls))
-    lines = source.splitlines()
-    found: dict[str, str] = {}
-    current = ""
-    body = ast.parse(source).body[0]
-    assert isinstance(body, ast.ClassDef)
-    previous_end = 0
-    for node in body.body:
-        for line in lines[previous_end : node.lineno - 1]:
-            if line.strip().startswith("# "):
-                current = line.strip()[2:].split(" (")[0]
-        previous_end = node.end_lineno or node.lineno
-        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
-            found[node.target.id] = current
-    return found
-
-
 def env_names(name: str, info: FieldInfo) -> list[str]:
     alias = info.validation_alias
     if isinstance(alias, AliasChoices):
@@ -104,16 +83,16 @@ def meaning(name: str, info: FieldInfo) -> str:
 
 
 def table() -> str:
-    from pcfjudge.settings import Settings
+    from pcfjudge.settings import GROUPS
 
-    groups: dict[str, list[str]] = {}
-    section_of = sections(Settings)
-    for name, info in Settings.model_fields.items():
-        names = " / ".join(f"`{n}`" for n in env_names(name, info))
-        row = f"| {names} | {default_text(info)} | {meaning(name, info)} |"
-        groups.setdefault(section_of.get(name) or "Other", []).append(row)
     out: list[str] = []
-    for title, rows in groups.items():
+    for group in GROUPS:
+        title = (group.__doc__ or group.__name__).strip().split(" (")[0].rstrip(".")
+        rows = []
+        for name in group.__annotations__:  # the group's own fields, in the order settings.py declares them
+            info = group.model_fields[name]
+            names = " / ".join(f"`{n}`" for n in env_names(name, info))
+            rows.append(f"| {names} | {default_text(info)} | {meaning(name, info)} |")
         out += [f"### {title}", "", "| variable | default | meaning |", "|---|---|---|", *rows, ""]
     return "\n".join(out)
 

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from pcfjudge.backends.hosts import is_openai
-from pcfjudge.settings import Settings
+from pcfjudge.settings import ProviderSettings
 from pcfjudge.types import DecodingParams
 
 # Effort levels Anthropic's ``output_config.effort`` accepts; OpenAI's "none"/"minimal" have no Anthropic twin.
 ANTHROPIC_EFFORTS = frozenset({"low", "medium", "high", "xhigh", "max"})
 
 
-def decoding_params(settings: Settings, provider: str) -> DecodingParams:
+def decoding_params(settings: ProviderSettings, provider: str) -> DecodingParams:
     """OpenAI (and sim): temperature unless a reasoning effort is set for OpenAI itself (its reasoning models refuse
     temperature; other engines get both, or Ollama would sample at its default 1.0). Anthropic: no temperature (the
     SDK no longer has the parameter); effort only when Anthropic accepts it."""

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from pcfjudge.cache.interface import Cache
 from pcfjudge.cache.memory import MemoryCache
-from pcfjudge.settings import Settings
+from pcfjudge.settings import CacheSettings
 from pcfjudge.telemetry.hooks import NOOP, Observer
 
 
-def build_cache(settings: Settings, observer: Observer = NOOP) -> Cache:
+def build_cache(settings: CacheSettings, observer: Observer = NOOP) -> Cache:
     cache = _build(settings, observer)
     if settings.cache_per_key:
         from pcfjudge.cache.per_key import PerKeyCache
@@ -18,7 +18,7 @@ def build_cache(settings: Settings, observer: Observer = NOOP) -> Cache:
     return cache
 
 
-def _build(settings: Settings, observer: Observer) -> Cache:
+def _build(settings: CacheSettings, observer: Observer) -> Cache:
     if not settings.redis_url:
         return MemoryCache(settings.cache_max_entries, settings.cache_ttl_s, observer=observer)
     from pcfjudge.cache.layered import LayeredCache

@@ -13,7 +13,7 @@ import re
 
 from pcfjudge.engine.progress import AnswerBy
 from pcfjudge.errors import client_error
-from pcfjudge.settings import Settings
+from pcfjudge.settings import FanOut
 
 _WAIT = re.compile(r"(?:^|[,;\s])wait\s*=\s*\"?(\d+(?:\.\d+)?)\"?", re.IGNORECASE)
 
@@ -26,7 +26,7 @@ def prefer_wait_ms(prefer: str | None) -> float | None:
     return float(found.group(1)) * 1000 if found else None
 
 
-def answer_deadline(settings: Settings, deadline_ms: int | None, prefer: str | None) -> AnswerBy | None:
+def answer_deadline(settings: FanOut, deadline_ms: int | None, prefer: str | None) -> AnswerBy | None:
     """The request's deadline as a ``loop.time()`` instant (None: none given), refusing one too short to run."""
     given = [ms for ms in (deadline_ms, prefer_wait_ms(prefer)) if ms is not None]
     if not given:

@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from pcfjudge.settings import Settings
+from pcfjudge.settings import AccessAndSpend
 
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 _NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
@@ -72,7 +72,7 @@ class KeyRing:
         return cls(tuple(entries))
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> KeyRing:
+    def from_settings(cls, settings: AccessAndSpend) -> KeyRing:
         lines: list[str] = []
         if settings.api_keys is not None:
             lines += re.split(r"[,\n]", settings.api_keys.get_secret_value())

@@ -26,7 +26,7 @@ from pcfjudge.errors import Refusal
 from pcfjudge.judging.pairwise_prompts import render_keyed
 from pcfjudge.judging.prompts import render_listwise
 from pcfjudge.security.limiter import Limiter, MemoryLimiter
-from pcfjudge.settings import Settings
+from pcfjudge.settings import AccessAndSpend
 
 CHARS_PER_TOKEN = 4
 
@@ -48,10 +48,11 @@ def estimate_input_tokens(texts: Sequence[str], calls: int, window: int | None =
 
 
 class Guard:
-    def __init__(self, settings: Settings, limiter: Limiter | None = None) -> None:
+    def __init__(self, settings: AccessAndSpend, allowlist: Sequence[str], limiter: Limiter | None = None) -> None:
+        """``settings``: the caps and quota (the access-and-spend group); ``allowlist``: ``Settings.model_allowlist``."""
         self.settings = settings
         self.limiter = limiter or MemoryLimiter()
-        self.allowlist = settings.model_allowlist()
+        self.allowlist = list(allowlist)
         self._allowed: set[str] = set()  # model strings seen to match the allowlist (a handful per service)
 
     def check_model(self, model: str) -> None:

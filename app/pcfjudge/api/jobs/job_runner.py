@@ -35,7 +35,7 @@ from pcfjudge.api.jobs.job_view import job_json, json_object
 from pcfjudge.cache.job_record import JobRecord, JobStore, StoreUnavailable
 from pcfjudge.engine.runner import CallOutcome, CallSpec
 from pcfjudge.http import loopback
-from pcfjudge.settings import Settings
+from pcfjudge.settings import JobSettings
 
 log = logging.getLogger("pcfjudge.jobs")
 MAX_ATTEMPTS = 3
@@ -66,7 +66,7 @@ class Running:
 
 
 class JobRunner:
-    def __init__(self, app: ASGIApp, store: JobStore, settings: Settings) -> None:
+    def __init__(self, app: ASGIApp, store: JobStore, settings: JobSettings) -> None:
         self.app, self.store, self.settings = app, store, settings
         self.id = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
         self.running: dict[str, Running] = {}
