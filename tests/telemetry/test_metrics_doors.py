@@ -216,3 +216,22 @@ async def test_static_files_are_labelled_static_not_unmatched() -> None:
 
 def total_requests(endpoint: str) -> float:
     return total("pcfjudge_requests_total", endpoint=endpoint)
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "door"), [("/judge/listwise", LISTWISE, "listwise"), ("/v2/rerank", COHERE, "rerank")]
+)
+async def test_a_jurys_jurors_are_counted_under_its_door(path: str, body: dict[str, Any], door: str) -> None:
+    jury = ["sim:default", "sim:oracle"]
+    body = {**body, "pcfjudge": {"model": ",".join(jury)}} if path == "/v2/rerank" else {**body, "model": jury}
+    labels = {"door": door, "mode": "now", "model": "sim:oracle"}
+    before = (
+        total("pcfjudge_juror_judgments_total", **labels),
+        total("pcfjudge_juror_top_pick_position_total", **labels),
+    )
+    async with app_with_services() as (client, _):
+        reply = await client.post(path, json=body)
+    assert reply.status_code == 200, reply.text
+    after = total("pcfjudge_juror_judgments_total", **labels), total("pcfjudge_juror_top_pick_position_total", **labels)
+    assert after[0] - before[0] == 1  # one juror judgment, delivered
+    assert after[1] - before[1] > 0  # its runs' top picks, under its door

@@ -58,7 +58,7 @@ def record_listwise(result: ListwiseResult, metrics: Metrics, door: Door) -> Non
             position = run.order.index(cid)
             picks[position] = picks.get(position, 0.0) + 1 / len(tops)
             if run.model is not None:
-                m.juror_top_pick(metrics, run.model, position, 1 / len(tops))
+                m.juror_top_pick(metrics, run.model, position, door, 1 / len(tops))
     for position, share in picks.items():
         m.child(m.TOP_PICKS, *labels, str(position)).inc(share)
     if result.mode != "consensus":
@@ -82,7 +82,7 @@ def record_pairwise(result: PairwiseResult, metrics: Metrics, door: Door) -> Non
         if p.name != "keyed" and p.raw_verdict in ("A", "B"):
             m.child(m.TOP_PICKS, *labels, "0" if p.raw_verdict == "A" else "1").inc()
             if p.model is not None:
-                m.juror_top_pick(metrics, p.model, 0 if p.raw_verdict == "A" else 1)
+                m.juror_top_pick(metrics, p.model, 0 if p.raw_verdict == "A" else 1, door)
     decision, plan = result.decision, result.keyed_plan
     if decision.order_consistent is False:
         m.PAIR_INCONSISTENT.inc()

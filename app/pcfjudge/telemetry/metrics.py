@@ -98,12 +98,12 @@ TOP_PICKS = Counter(
 JUROR_TOP_PICKS = Counter(
     "pcfjudge_juror_top_pick_position_total",
     "A jury's runs' top picks by juror and displayed position (0 = shown first): each juror's position bias",
-    ["model", "position"],
+    ["model", "position", *DOOR],
 )
 JUROR_OUTCOMES = Counter(
     "pcfjudge_juror_judgments_total",
     "Jurors' judgments within juries by outcome (delivered, failed: the jury answered without it or failed)",
-    ["model", "outcome"],
+    ["model", "outcome", *DOOR],
 )
 JURY_AGREEMENT = Histogram(
     "pcfjudge_jury_agreement",
@@ -274,14 +274,15 @@ def jury(
 ) -> None:
     """Each juror's (model, delivered, cost) and the jury's agreement statistics (kendalls_w, fleiss_kappa)."""
     for model, delivered, usd in jurors:
-        child(JUROR_OUTCOMES, metrics.model_label(model), "delivered" if delivered else "failed").inc()
+        outcome = "delivered" if delivered else "failed"
+        child(JUROR_OUTCOMES, metrics.model_label(model), outcome, door.name, door.mode).inc()
         metrics.cost(model, usd, door)
     for statistic, value in agreement.items():
         child(JURY_AGREEMENT, statistic, door.name, door.mode).observe(value)
 
 
-def juror_top_pick(metrics: Metrics, model: str, position: int, share: float = 1.0) -> None:
-    child(JUROR_TOP_PICKS, metrics.model_label(model), str(position)).inc(share)
+def juror_top_pick(metrics: Metrics, model: str, position: int, door: Door, share: float = 1.0) -> None:
+    child(JUROR_TOP_PICKS, metrics.model_label(model), str(position), door.name, door.mode).inc(share)
 
 
 def build_info(listwise: str, pairwise: str, keyed: str) -> None:
