@@ -11,7 +11,6 @@ from fastapi import APIRouter, Request
 
 from pcfjudge.doors.anytime import answer_deadline
 from pcfjudge.doors.decisions import listwise_recorder
-from pcfjudge.doors.reward.reward_plan import Item, check_samples, failure_error, judge_plan, plan
 from pcfjudge.doors.reward.reward_protocol import RewardRequest, RewardResponse
 from pcfjudge.engine.progress import Watch
 from pcfjudge.http.deps import ServicesDep, door, watch_of
@@ -25,6 +24,8 @@ router = APIRouter()
 async def reward_route(body: RewardRequest, request: Request, services: ServicesDep) -> Any:
     """Rewards (0-1) for completions; samples of a group (default: same prompt) are judged together, K calls a group.
     ``deadline_ms`` (or ``Prefer: wait=<s>``) answers by then; ``stream`` sends server-sent events."""
+    from pcfjudge.doors.reward.reward_plan import Item, check_samples, failure_error, judge_plan, plan
+
     settings = services.settings
     watch = watch_of(request, answer_deadline(settings, body.deadline_ms, request.headers.get("prefer")))
     check_samples(settings, len(body.samples), "samples")
