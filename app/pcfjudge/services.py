@@ -6,26 +6,28 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
 
 from pcfjudge.backends.registry import Registry
 from pcfjudge.cache.build import build_cache
 from pcfjudge.cache.interface import Cache
 from pcfjudge.cache.job_record import JobStore
 from pcfjudge.cache.job_store import MemoryJobStore, open_job_store
-from pcfjudge.cache.redis_cache import RedisCache
 from pcfjudge.cache.reliability_store import Refresher, ReliabilityStore, open_store
 from pcfjudge.engine.judge import Judge
 from pcfjudge.engine.runner import Runner
-from pcfjudge.judging.drift import MEASURES
 from pcfjudge.judging.reliability import Book, Reliability
-from pcfjudge.reward.rewards import Rewards
 from pcfjudge.security.api_keys import KeyRing
 from pcfjudge.security.guard import Guard
 from pcfjudge.security.limiter import Limiter, MemoryLimiter, RedisLimiter
 from pcfjudge.settings import Settings
 from pcfjudge.telemetry import metrics as gauges
 from pcfjudge.telemetry.metrics import Metrics
+
+if TYPE_CHECKING:
+    from pcfjudge.cache.redis_cache import RedisCache
+    from pcfjudge.reward.rewards import Rewards
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +42,6 @@ class Services:
     judge: Judge
     keys: KeyRing
     limiter: Limiter
-    rewards: Rewards  # RL reward groups (collected across requests; across replicas with Redis)
     reliability: Book = field(default_factory=Book)  # calibration records (pcfjudge calibrate), kept fresh by:
     calibration: Refresher | None = None  # started with the app (``start``), reloading from the store
     jobs: JobStore = field(default_factory=MemoryJobStore)  # jobs (docs/api/jobs.md): where the quotas are
@@ -58,8 +59,8 @@ class Services:
             observer=metrics,
         )
         # Quotas live where the cache does: in Redis shared by the replicas (memory while it is down), else in memory.
-        shared = getattr(cache, "shared", None)
-        limiter: Limiter = RedisLimiter(shared) if isinstance(shared, RedisCache) else MemoryLimiter()
+        shared = redis_layer(cache)
+        limiter: Limiter = RedisLimiter(shared) if shared is not None else MemoryLimiter()
         guard = Guard(settings, settings.model_allowlist(), limiter)
         book = Book()
         judge = Judge(settings, registry, runner, settings.request_timeout_s, guard, reliability=book)
@@ -74,11 +75,17 @@ class Services:
             judge=judge,
             keys=KeyRing.from_settings(settings),
             limiter=limiter,
-            rewards=Rewards.build(settings, judge),
             reliability=book,
             calibration=refresher,
-            jobs=open_job_store(shared if isinstance(shared, RedisCache) else None),
+            jobs=open_job_store(shared),
         )
+
+    @cached_property
+    def rewards(self) -> Rewards:
+        """RL reward groups (collected across requests; across replicas with Redis): built with the first one."""
+        from pcfjudge.reward.rewards import Rewards
+
+        return Rewards.build(self.settings, self.judge)
 
     async def start(self) -> None:
         """Load the calibration records, then reload them every PCFJ_CALIBRATION_REFRESH_S (the app's lifespan)."""
@@ -89,10 +96,21 @@ class Services:
         """Stop the calibration reloads; close the reward collectors, runner, backends and cache, in that order."""
         if self.calibration is not None:
             await self.calibration.aclose()
-        await self.rewards.aclose()
+        if "rewards" in self.__dict__:  # built
+            await self.rewards.aclose()
         await self.runner.aclose()
         await self.registry.aclose()
         await self.cache.aclose()
+
+
+def redis_layer(cache: Cache) -> RedisCache | None:
+    """The cache's Redis layer (memory in front of Redis, with PCFJ_REDIS_URL), or None: Redis is imported only then."""
+    shared = getattr(cache, "shared", None)
+    if shared is None:
+        return None
+    from pcfjudge.cache.redis_cache import RedisCache
+
+    return shared if isinstance(shared, RedisCache) else None
 
 
 def known_models(settings: Settings) -> list[str]:
@@ -124,5 +142,7 @@ def load_reliability(book: Book, rows: list[dict[str, Any]]) -> None:
 
 
 def _drift(record: Reliability) -> Mapping[str, tuple[bool, float | None]]:
+    from pcfjudge.judging.drift import MEASURES  # a calibration record's only
+
     shifts = {s.measure: (s.drift, s.p_value) for s in record.drift}
     return {m: shifts.get(m, (False, None)) for m in MEASURES}

@@ -6,11 +6,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pcfjudge.cache.job_record import ACTIVE, Admission, JobRecord, JobStore, Renewal
-from pcfjudge.cache.job_store_redis import RedisJobStore
-from pcfjudge.cache.redis_cache import RedisCache
+
+if TYPE_CHECKING:
+    from pcfjudge.cache.redis_cache import RedisCache
 
 MEMORY_MAX_JOBS = 10_000
 """In process: jobs kept in all (the oldest ended ones are forgotten first); the per-key limits bound the rest."""
@@ -139,4 +140,8 @@ class MemoryJobStore:
 
 def open_job_store(shared: RedisCache | None) -> JobStore:
     """Redis (the cache's shared layer, so its client, pool and breaker) when there is one, else in process."""
-    return RedisJobStore(shared) if shared is not None else MemoryJobStore()
+    if shared is None:
+        return MemoryJobStore()
+    from pcfjudge.cache.job_store_redis import RedisJobStore  # with PCFJ_REDIS_URL only
+
+    return RedisJobStore(shared)

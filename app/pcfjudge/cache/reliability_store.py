@@ -23,14 +23,14 @@ import json
 import logging
 import os
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from redis.exceptions import RedisError
-
-from pcfjudge.cache.redis_client import RedisClient, close, connect
 from pcfjudge.settings import Settings
+
+if TYPE_CHECKING:
+    from pcfjudge.cache.redis_client import RedisClient
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +38,7 @@ Record = dict[str, Any]
 DEFAULT_FILE = Path("~") / ".cache" / "pcfjudge" / "calibration.json"
 PREFIX = "pcfjudge:calibration"
 FORMAT = 1
+T = TypeVar("T")
 
 
 class StoreError(Exception):
@@ -140,42 +141,50 @@ def _key_or_none(record: Mapping[str, Any]) -> tuple[str, str, str] | None:
 
 
 class RedisStore:
-    """The records in Redis (keys in the module docstring)."""
+    """The records in Redis (keys in the module docstring); the Redis client is imported only with PCFJ_REDIS_URL."""
 
     def __init__(self, client: RedisClient, where: str) -> None:
         self.client = client
         self.where = where
 
-    async def latest(self) -> list[Record]:
+    async def _do(self, what: str, op: Callable[[RedisClient], Awaitable[T]]) -> T:
+        from redis.exceptions import RedisError
+
         try:
-            keys = sorted(
-                k.decode() if isinstance(k, bytes) else str(k) for k in await self.client.smembers(f"{PREFIX}:index")
-            )
-            values = [await self.client.get(key) for key in keys]
+            return await op(self.client)
         except RedisError as exc:
-            raise StoreError(f"cannot read the calibration records from Redis ({type(exc).__name__}: {exc})") from exc
+            raise StoreError(f"cannot {what} ({type(exc).__name__}: {exc})") from exc
+
+    async def latest(self) -> list[Record]:
+        async def read(client: RedisClient) -> list[Any]:
+            keys = sorted(
+                k.decode() if isinstance(k, bytes) else str(k) for k in await client.smembers(f"{PREFIX}:index")
+            )
+            return [await client.get(key) for key in keys]
+
+        values = await self._do("read the calibration records from Redis", read)
         return [r for r in (_decode(v) for v in values) if r is not None]
 
     async def baseline(self, model: str, prompt_version: str, slice_name: str) -> Record | None:
-        try:
-            value = await self.client.get(f"{PREFIX}:baseline:{model}:{prompt_version}:{slice_name}")
-        except RedisError as exc:
-            raise StoreError(f"cannot read the baseline from Redis ({type(exc).__name__}: {exc})") from exc
-        return _decode(value)
+        key = f"{PREFIX}:baseline:{model}:{prompt_version}:{slice_name}"
+        return _decode(await self._do("read the baseline from Redis", lambda client: client.get(key)))
 
     async def save(self, record: Mapping[str, Any], *, baseline: bool) -> None:
         model, version, slice_name = _key(record)
         text = json.dumps(dict(record))
         latest = f"{PREFIX}:latest:{model}:{version}"
-        try:
+
+        async def write(client: RedisClient) -> None:
             if baseline:
-                await self.client.set(f"{PREFIX}:baseline:{model}:{version}:{slice_name}", text)
-            await self.client.set(latest, text)
-            await self.client.sadd(f"{PREFIX}:index", latest)
-        except RedisError as exc:
-            raise StoreError(f"cannot store the calibration record in Redis ({type(exc).__name__}: {exc})") from exc
+                await client.set(f"{PREFIX}:baseline:{model}:{version}:{slice_name}", text)
+            await client.set(latest, text)
+            await client.sadd(f"{PREFIX}:index", latest)
+
+        await self._do("store the calibration record in Redis", write)
 
     async def aclose(self) -> None:
+        from pcfjudge.cache.redis_client import close
+
         await close(self.client)
 
 
@@ -198,6 +207,8 @@ def open_store(settings: Settings) -> ReliabilityStore:
     """Redis with ``PCFJ_REDIS_URL``, else the calibration file (nothing is read or connected until first used)."""
     if not settings.redis_url:
         return FileStore(calibration_path(settings))
+    from pcfjudge.cache.redis_client import connect
+
     client = connect(
         settings.redis_url,
         timeout_s=max(settings.redis_timeout_s, 2.0),  # off the request path: a slow Redis is no reason to give up

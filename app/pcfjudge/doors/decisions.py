@@ -8,17 +8,19 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from pcfjudge.engine.failures import JudgingFailed
 from pcfjudge.engine.listwise_runs import ListwiseResult
 from pcfjudge.engine.pairwise_passes import PairwiseResult
 from pcfjudge.judging.consensus import top_set
 from pcfjudge.judging.jury import JuryReport
-from pcfjudge.reward.scoring import Recorder
 from pcfjudge.telemetry import metrics as m
 from pcfjudge.telemetry import tracing
 from pcfjudge.telemetry.metrics import Door, Metrics
+
+if TYPE_CHECKING:
+    from pcfjudge.reward.scoring import Recorder
 
 R = TypeVar("R")
 

@@ -19,8 +19,6 @@ from typing import Any, Literal, Protocol, TypeVar, overload
 from pcfjudge import context
 from pcfjudge.backends.params import decoding_params
 from pcfjudge.backends.registry import Jury, ModelError, Registry, ResolvedModel
-from pcfjudge.engine.judgment_spans import traced
-from pcfjudge.engine.jury_runs import judge_jurors, judge_jury_listwise, pool_pairwise, pool_windows
 from pcfjudge.engine.listwise_runs import ListwiseResult, ListwiseTask, RunPlan, judge_listwise, plan_runs
 from pcfjudge.engine.pairwise_passes import (
     PairwiseResult,
@@ -41,6 +39,7 @@ from pcfjudge.judging.prompts import PromptStyle, listwise_version
 from pcfjudge.judging.window_rounds import budget_calls, least_calls
 from pcfjudge.security.guard import Guard
 from pcfjudge.settings import Settings
+from pcfjudge.telemetry import tracing
 from pcfjudge.types import DecodingParams, Usage
 
 
@@ -52,6 +51,7 @@ class _Spent(Protocol):
 
 
 R = TypeVar("R", bound=_Spent)
+Judged = TypeVar("Judged", ListwiseResult, PairwiseResult)
 Door = Literal["listwise", "pairwise", "rerank", "reward"]
 RATIONALES_BY_DOOR: dict[Door, bool] = {"listwise": True, "pairwise": True, "rerank": False, "reward": False}
 
@@ -230,8 +230,8 @@ class Judge:
         timeout_s = watch.timeout_s or self.timeout_s
         watch = replace(watch, until=asyncio.get_running_loop().time() + timeout_s)
         if isinstance(task, PairwiseTask):
-            return await traced("pairwise", task, self._spend(plan, watch, lambda w: self._pairwise(task, plan, w)))
-        return await traced("listwise", task, self._spend(plan, watch, lambda w: self._listwise(task, plan, w)))
+            return await _traced("pairwise", task, self._spend(plan, watch, lambda w: self._pairwise(task, plan, w)))
+        return await _traced("listwise", task, self._spend(plan, watch, lambda w: self._listwise(task, plan, w)))
 
     async def _listwise(self, task: ListwiseTask, plan: Plan[Any], watch: Watch) -> ListwiseResult:
         s = self.settings
@@ -247,6 +247,8 @@ class Judge:
 
             if plan.jury is None:
                 return await windows(plan.jurors[0])
+            from pcfjudge.engine.jury_runs import judge_jurors, pool_windows  # a jury's judgment only
+
             outcomes = await judge_jurors(plan.jury, lambda m: windows(m, replace(task, model=None)))
             return pool_windows(task, plan.jury, outcomes, s.jury_quorum, self.reliability)
         if plan.jury is None:
@@ -255,6 +257,8 @@ class Judge:
                 task, model, self.runner, self.params(model), watch=watch, quorum=s.quorum,
                 price=s.prices.get(model.string), plan=plan.runs, min_runs=s.deadline_min_runs,
             )  # fmt: skip
+        from pcfjudge.engine.jury_runs import judge_jury_listwise
+
         prices = [s.prices.get(m.string) for m in plan.jurors]
         known = [p for p in prices if p is not None]
         dearest = max(known, key=lambda p: p[0] + p[1]) if len(known) == len(prices) else None
@@ -267,6 +271,8 @@ class Judge:
         if plan.jury is None:
             model = plan.jurors[0]
             return await judge_pairwise(task, model, self.runner, self.params(model), watch=watch)
+        from pcfjudge.engine.jury_runs import judge_jurors, pool_pairwise
+
         outcomes = await judge_jurors(
             plan.jury,
             lambda m: judge_pairwise(replace(task, model=m), m, self.runner, self.params(m), watch=watch),
@@ -299,6 +305,17 @@ class Judge:
             result.cost_usd = round(sum(c for c in costs if c is not None), 6) if None not in costs else None
         context.record(result.backend_calls, result.cache_hits)
         return result
+
+
+async def _traced(
+    name: Literal["listwise", "pairwise"], task: ListwiseTask | PairwiseTask, judgment: Awaitable[Judged]
+) -> Judged:
+    """``judgment`` awaited in its span (``engine.judgment_spans``) with tracing on; with it off, only awaited."""
+    if not tracing.on():
+        return await judgment
+    from pcfjudge.engine.judgment_spans import traced
+
+    return await traced(name, task, judgment)
 
 
 def _juror_usage(result: object, model: str) -> Usage:

@@ -1,5 +1,6 @@
-"""The span of one judgment, ``judge listwise`` / ``judge pairwise`` (``telemetry.tracing``): ``Judge.run`` awaits
-every judgment in ``traced``. With tracing off the wrapper only awaits the method.
+"""The span of one judgment, ``judge listwise`` / ``judge pairwise`` (``telemetry.tracing``): with tracing on,
+``Judge.run`` awaits every judgment in ``traced`` (this module is imported only then). With tracing off the wrapper
+only awaits the method.
 
 Attributes: ``gen_ai.request.model`` (the model string a front door resolved, ``provider:model``, or the jury's name,
 with ``pcfjudge.jurors``), ``pcfjudge.k`` and ``pcfjudge.candidates`` (``pcfjudge.cache_mode`` when not "use") at the start; at the end

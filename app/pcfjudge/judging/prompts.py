@@ -55,13 +55,8 @@ class PromptStyle:
             return "-v1"
         return "-v2" if self.rationales else "-v2-terse"
 
-    @property
-    def asks_rationale(self) -> bool:
-        return self.generation == "v1" or self.rationales
-
 
 DEFAULT_STYLE = PromptStyle()
-V1 = PromptStyle("v1")
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,9 +25,10 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from pcfjudge.judging.drift import Shift, accuracy_shift, first_position_shift
+if TYPE_CHECKING:
+    from pcfjudge.judging.drift import Shift
 
 DriftState = Literal["baseline", "stable", "drift"]
 
@@ -74,7 +75,11 @@ class Reliability:
         known = {f for f in cls.__dataclass_fields__}
         values = {k: v for k, v in data.items() if k in known}
         values["errors"] = tuple(int(e) for e in values.get("errors", ()))
-        values["drift"] = tuple(Shift(**s) for s in values.get("drift", ()))
+        values["drift"] = tuple(values.get("drift", ()))
+        if values["drift"]:  # drift.py is imported only for a record compared with its baseline
+            from pcfjudge.judging.drift import Shift
+
+            values["drift"] = tuple(Shift(**s) for s in values["drift"])
         return cls(**values)
 
 
@@ -87,6 +92,8 @@ def compared(baseline: Reliability, current: Reliability, *, alpha: float, min_p
         current.slice,
     ):
         raise ValueError("a record is compared only with the baseline of its own model, prompt version and slice")
+    from pcfjudge.judging.drift import accuracy_shift, first_position_shift
+
     shifts = [
         accuracy_shift(baseline.errors, current.errors, alpha=alpha, min_points=min_points),
         first_position_shift(

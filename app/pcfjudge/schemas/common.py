@@ -12,7 +12,6 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInf
 # the service checks the configured values (a 422 naming the limit) so an operator may raise or lower them.
 MAX_CANDIDATES = 16  # one window: the candidates of one prompt
 MAX_ITEMS = 1000  # one request: past a window, judged in rounds of windows (PCFJ_MAX_ITEMS)
-MAX_GROUP_SIZE = 256  # one reward group's distinct responses (PCFJ_MAX_GROUP_SIZE)
 MAX_TEXT_CHARS = 32_000
 _VISIBLE = re.compile(r"\S")  # the same rule as the schema's "pattern" (a text must contain a non-space)
 

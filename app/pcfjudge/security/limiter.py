@@ -14,9 +14,10 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from pcfjudge.cache.redis_cache import RedisCache, RedisUnavailable
+if TYPE_CHECKING:
+    from pcfjudge.cache.redis_cache import RedisCache
 
 # KEYS = bucket; ARGV = rate per second, capacity, cost, force (1/0). Returns {1, 0} when taken, {0, seconds to
 # wait} when not.
@@ -90,6 +91,8 @@ class RedisLimiter:
     async def take(self, bucket: str, cost: float, per_min: float, *, force: bool = False) -> Decision:
         if cost > per_min and not force:
             return Decision(False, math.inf)
+        from pcfjudge.cache.redis_cache import RedisUnavailable  # imported with PCFJ_REDIS_URL only
+
         key = f"pcfj:quota:{bucket}"
         flag = 1 if force else 0
         try:

@@ -24,8 +24,8 @@ from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, ValidationError
 
 from pcfjudge import context
-from pcfjudge.api.jobs import webhooks
-from pcfjudge.api.jobs.job_view import location
+from pcfjudge.api.jobs.job_view import location, unavailable
+from pcfjudge.api.middleware.respond_async import preference
 from pcfjudge.cache.job_record import JobRecord, StoreUnavailable
 from pcfjudge.doors.anytime import answer_deadline
 from pcfjudge.doors.listwise import listwise_plan
@@ -119,18 +119,10 @@ def check(services: Services, sub: Submission) -> None:
 # ── the two doors ────────────────────────────────────────────────────────────────────────────────────────────────
 
 
-def prefers_async(prefer: str | None) -> bool:
-    return prefer is not None and any(_token(p) == "respond-async" for p in prefer.split(","))
-
-
 def other_preferences(prefer: str | None) -> str | None:
     """``Prefer`` without respond-async (what the route still reads: wait=…)."""
-    kept = [p.strip() for p in (prefer or "").split(",") if p.strip() and _token(p) != "respond-async"]
+    kept = [p.strip() for p in (prefer or "").split(",") if p.strip() and preference(p) != "respond-async"]
     return ", ".join(kept) or None
-
-
-def _token(preference: str) -> str:
-    return preference.split(";", 1)[0].split("=", 1)[0].strip().lower()
 
 
 def from_prefer(endpoint: str, raw: bytes, headers: Mapping[str, str]) -> Submission:
@@ -180,24 +172,22 @@ def new_id() -> str:
     return f"job_{secrets.token_hex(16)}"
 
 
-def unavailable() -> ApiError:
-    detail = "the job store (Redis) is not answering; retry shortly"
-    return ApiError("jobs_unavailable", detail, headers={"Retry-After": "5"})
-
-
 async def submit(services: Services, sub: Submission, request: Request, kick: Callable[[], None]) -> Response:
     """Check, store and acknowledge one job: 202 with ``{"id", "status": "queued", "location"}``."""
     s = services.settings
     check(services, sub)
-    server = request.scope.get("server")
-    webhooks.check_url(
-        sub.webhook_url,
-        s.webhook_secret,
-        request_host=request.headers.get("host"),
-        scheme=request.url.scheme,
-        server=tuple(server) if server else None,
-        field=sub.webhook_field,
-    )
+    if sub.webhook_url is not None:
+        from pcfjudge.api.jobs import webhooks  # a job with a webhook only
+
+        server = request.scope.get("server")
+        webhooks.check_url(
+            sub.webhook_url,
+            s.webhook_secret,
+            request_host=request.headers.get("host"),
+            scheme=request.url.scheme,
+            server=tuple(server) if server else None,
+            field=sub.webhook_field,
+        )
     record = JobRecord(
         id=new_id(),
         owner=context.key_name(),

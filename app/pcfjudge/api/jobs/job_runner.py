@@ -30,7 +30,6 @@ import httpx
 import orjson
 from starlette.types import ASGIApp
 
-from pcfjudge.api.jobs import webhooks
 from pcfjudge.api.jobs.job_view import job_json, json_object
 from pcfjudge.cache.job_record import JobRecord, JobStore, StoreUnavailable
 from pcfjudge.engine.runner import CallOutcome, CallSpec
@@ -236,6 +235,8 @@ class JobRunner:
             return
         if self._http is None:
             self._http = httpx.AsyncClient(trust_env=False)
+        from pcfjudge.api.jobs import webhooks
+
         outcome = webhooks.outcome(url)
         try:
             await webhooks.deliver(self._http, url, job_json(record), secret, job_id, outcome)

@@ -9,6 +9,13 @@ from typing import Any
 import orjson
 
 from pcfjudge.cache.job_record import JobRecord
+from pcfjudge.errors import ApiError
+
+
+def unavailable() -> ApiError:
+    """What a job route answers while the job store (Redis) is down."""
+    detail = "the job store (Redis) is not answering; retry shortly"
+    return ApiError("jobs_unavailable", detail, headers={"Retry-After": "5"})
 
 
 def timestamp(ms: int | None) -> str | None:

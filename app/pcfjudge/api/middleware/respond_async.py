@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from pcfjudge.api.jobs.job_intake import prefers_async
 from pcfjudge.http.loopback import JOB_SCOPE
 from pcfjudge.schemas.jobs_schema import JOB_ENDPOINTS
 
@@ -36,3 +35,12 @@ class RespondAsyncMiddleware:
                 scope[ASYNC_SCOPE] = scope["path"]
                 scope["path"], scope["raw_path"] = ASYNC_PATH, ASYNC_PATH.encode()
         await self.app(scope, receive, send)
+
+
+def prefers_async(prefer: str | None) -> bool:
+    return prefer is not None and any(preference(p) == "respond-async" for p in prefer.split(","))
+
+
+def preference(text: str) -> str:
+    """One preference's name, lower-cased (``wait=5`` → ``wait``)."""
+    return text.split(";", 1)[0].split("=", 1)[0].strip().lower()

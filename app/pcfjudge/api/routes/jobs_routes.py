@@ -11,9 +11,8 @@ from fastapi import APIRouter, FastAPI, Path, Request, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from pcfjudge import context
-from pcfjudge.api.jobs import job_intake
 from pcfjudge.api.jobs.job_runner import JobRunner
-from pcfjudge.api.jobs.job_view import job_json
+from pcfjudge.api.jobs.job_view import job_json, unavailable
 from pcfjudge.api.middleware.respond_async import ASYNC_PATH, ASYNC_SCOPE
 from pcfjudge.cache.job_record import ACTIVE, JobRecord, StoreUnavailable
 from pcfjudge.errors import ApiError
@@ -52,6 +51,8 @@ def runner_of(request: Request) -> JobRunner:
 async def submit_job(body: JobRequest, request: Request, services: ServicesDep) -> Response:
     """Judge `request` with `endpoint` as a job: 202 at once with its id and Location; poll GET /v1/jobs/{id}. The
     request is checked first, as its route checks it (a bad one is that route's 4xx, and no job is made)."""
+    from pcfjudge.api.jobs import job_intake  # the routes' intake checks: imported with the first job
+
     submission = job_intake.from_jobs_route(body.endpoint, body.request, body.webhook_url)
     return await job_intake.submit(services, submission, request, runner_of(request).kick)
 
@@ -62,6 +63,8 @@ async def respond_async(request: Request, services: ServicesDep) -> Response:
     endpoint = request.scope.get(ASYNC_SCOPE)
     if not isinstance(endpoint, str):
         raise StarletteHTTPException(404)
+    from pcfjudge.api.jobs import job_intake
+
     submission = job_intake.from_prefer(endpoint, await request.body(), request.headers)
     response = await job_intake.submit(services, submission, request, runner_of(request).kick)
     response.headers["Preference-Applied"] = "respond-async"
@@ -84,7 +87,7 @@ async def cancel_job(job_id: JobId, request: Request, services: ServicesDep) -> 
         try:
             await services.jobs.cancel(job_id)
         except StoreUnavailable:
-            raise job_intake.unavailable() from None
+            raise unavailable() from None
         runner_of(request).cancel_local(job_id)
         record = await _owned(services, job_id)
     return Response(job_json(record), media_type="application/json")
@@ -94,7 +97,7 @@ async def _owned(services: Services, job_id: str) -> JobRecord:
     try:
         record = await services.jobs.get(job_id)
     except StoreUnavailable:
-        raise job_intake.unavailable() from None
+        raise unavailable() from None
     if record is None or record.owner != context.key_name():
         detail = f"no job {job_id} for this API key (jobs are kept PCFJ_JOB_TTL_S after they are submitted)"
         raise ApiError("not_found", detail)

@@ -22,7 +22,6 @@ from fastapi.staticfiles import StaticFiles
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from pcfjudge.api.examples import add_examples
 from pcfjudge.api.middleware.request import ROUTE_LABEL, STATIC_ROUTE
 from pcfjudge.errors import ApiError
 from pcfjudge.http.deps import ServicesDep
@@ -87,6 +86,8 @@ def install(app: FastAPI) -> None:
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:  # built once, on first use, as FastAPI's own
+            from pcfjudge.api.examples import add_examples
+
             app.openapi_schema = add_examples(build())
         return app.openapi_schema
 

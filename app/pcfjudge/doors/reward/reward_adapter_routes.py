@@ -14,13 +14,12 @@ whose judgment failed fails its whole request with 503 and Retry-After: the fram
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 from fastapi import APIRouter, Depends, Query, Request
 
 from pcfjudge.doors.anytime import answer_deadline
 from pcfjudge.doors.decisions import listwise_recorder
-from pcfjudge.doors.reward.reward_plan import Item, check_samples, judge_plan, plan
 from pcfjudge.doors.reward.reward_protocol import (
     OpenRLHFRequest,
     OpenRLHFResponse,
@@ -30,14 +29,15 @@ from pcfjudge.doors.reward.reward_protocol import (
     SlimeResponse,
 )
 from pcfjudge.doors.reward.reward_routes import failure_error
-from pcfjudge.engine.progress import AnswerBy
+from pcfjudge.engine.progress import AnswerBy, Watch
 from pcfjudge.errors import client_error
 from pcfjudge.http.deps import ServicesDep, door, watch_of
 from pcfjudge.http.error_handlers import ERROR_RESPONSES
-from pcfjudge.reward.scoring import Recorder
-from pcfjudge.reward.text import chat_text, strip_end_tokens
 from pcfjudge.services import Services
 from pcfjudge.types import MAX_K
+
+if TYPE_CHECKING:
+    from pcfjudge.doors.reward.reward_plan import Item, Judged
 
 router = APIRouter()
 
@@ -69,9 +69,19 @@ async def query_options(  # async: FastAPI runs a plain def dependency on its th
 OptionsDep = Annotated[RewardOptions, Depends(query_options)]
 
 
-def recorder(services: Services, request: Request) -> Recorder:
-    """The reward door's metrics for this request's groups (``doors.decisions.listwise_recorder``)."""
-    return listwise_recorder(services.metrics, door(request, "reward"))
+async def judged(
+    services: Services, options: RewardOptions, request: Request, items: list[Item], field: str, watch: Watch
+) -> Judged:
+    """``items`` judged as one reward plan, recorded under the reward door; 503 + Retry-After when any failed (a
+    trainer cannot take a null reward)."""
+    from pcfjudge.doors.reward.reward_plan import judge_plan, plan
+
+    reward_plan = plan(services.settings, services.judge, options, items, field)
+    record = listwise_recorder(services.metrics, door(request, "reward"))
+    result = await judge_plan(services.settings, services.rewards, reward_plan, record, watch)
+    if result.failures:
+        raise failure_error(result.failures, status=503)
+    return result
 
 
 def trainer_deadline(services: Services, options: RewardOptions, request: Request, default_ms: int) -> AnswerBy | None:
@@ -86,6 +96,9 @@ async def openrlhf_route(
 ) -> OpenRLHFResponse:
     """OpenRLHF's remote reward model protocol (see the module docstring); 503 + Retry-After on judging failures.
     Answers within OpenRLHF's 180 s client timeout (170 s unless ``deadline_ms`` says otherwise)."""
+    from pcfjudge.doors.reward.reward_plan import Item, check_samples
+    from pcfjudge.reward.text import strip_end_tokens
+
     watch = watch_of(request, trainer_deadline(services, options, request, OPENRLHF_DEADLINE_MS))
     n = len(body.query)
     check_samples(services.settings, n, "query")  # before any work on them
@@ -104,20 +117,17 @@ async def openrlhf_route(
         items.append(Item(prompt, strip_end_tokens(query[len(prompt) :]), None if label is None else str(label)))
     if not items:  # OpenRLHF shards a batch over several URLs; a shard may be empty
         return OpenRLHFResponse(rewards=[], scores=[], extra_logs={})
-    reward_plan = plan(services.settings, services.judge, options, items, "query")
-    judged = await judge_plan(services.settings, services.rewards, reward_plan, recorder(services, request), watch)
-    if judged.failures:
-        raise failure_error(judged.failures, status=503)
-    rewards = [s.reward for s in judged.samples if s.reward is not None]
+    samples = (await judged(services, options, request, items, "query", watch)).samples
+    rewards = [s.reward for s in samples if s.reward is not None]
     return OpenRLHFResponse(
         rewards=rewards,
         scores=rewards,
         extra_logs={
-            "pcfj_judge_score": [s.score or 0.0 for s in judged.samples],
-            "pcfj_group_size": [float(s.group_size) for s in judged.samples],
-            "pcfj_pointwise": [float(s.scoring == "pointwise") for s in judged.samples],
-            "pcfj_order_sensitive": [float(bool(s.order_sensitive)) for s in judged.samples],
-            "pcfj_group_fallback": [float(s.group_note is not None) for s in judged.samples],
+            "pcfj_judge_score": [s.score or 0.0 for s in samples],
+            "pcfj_group_size": [float(s.group_size) for s in samples],
+            "pcfj_pointwise": [float(s.scoring == "pointwise") for s in samples],
+            "pcfj_order_sensitive": [float(bool(s.order_sensitive)) for s in samples],
+            "pcfj_group_fallback": [float(s.group_note is not None) for s in samples],
         },
     )
 
@@ -128,13 +138,13 @@ async def slime_route(
 ) -> SlimeResponse:
     """slime's ``remote_rm`` protocol: one sample, answered ``{"reward": …}``; 503 + Retry-After on failure.
     Answers within slime's 300 s client timeout (290 s unless ``deadline_ms`` says otherwise)."""
+    from pcfjudge.doors.reward.reward_plan import Item
+    from pcfjudge.reward.text import chat_text
+
     watch = watch_of(request, trainer_deadline(services, options, request, SLIME_DEADLINE_MS))
     prompt = chat_text(body.prompt)
     if not prompt.strip():
         raise client_error("prompt", "must not be empty or only whitespace")
     label = None if body.label is None else str(body.label)
-    reward_plan = plan(services.settings, services.judge, options, [Item(prompt, body.response, label)], "body")
-    judged = await judge_plan(services.settings, services.rewards, reward_plan, recorder(services, request), watch)
-    if judged.failures:
-        raise failure_error(judged.failures, status=503)
-    return SlimeResponse.model_validate(judged.samples[0].model_dump())
+    one = await judged(services, options, request, [Item(prompt, body.response, label)], "body", watch)
+    return SlimeResponse.model_validate(one.samples[0].model_dump())

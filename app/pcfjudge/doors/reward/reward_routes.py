@@ -7,20 +7,21 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter, Request
 
 from pcfjudge.doors.anytime import answer_deadline
 from pcfjudge.doors.decisions import listwise_recorder
-from pcfjudge.doors.reward.reward_plan import Item, check_samples, judge_plan, plan
 from pcfjudge.doors.reward.reward_protocol import RewardRequest, RewardResponse
 from pcfjudge.engine.progress import Watch
 from pcfjudge.errors import ApiError
 from pcfjudge.http.deps import ServicesDep, door, watch_of
 from pcfjudge.http.error_handlers import ERROR_RESPONSES, STATUS, STREAM_RESPONSE
 from pcfjudge.http.streaming import stream
-from pcfjudge.reward.scoring import Failure
+
+if TYPE_CHECKING:
+    from pcfjudge.reward.scoring import Failure
 
 router = APIRouter()
 
@@ -29,6 +30,8 @@ router = APIRouter()
 async def reward_route(body: RewardRequest, request: Request, services: ServicesDep) -> Any:
     """Rewards (0-1) for completions; samples of a group (default: same prompt) are judged together, K calls a group.
     ``deadline_ms`` (or ``Prefer: wait=<s>``) answers by then; ``stream`` sends server-sent events."""
+    from pcfjudge.doors.reward.reward_plan import Item, check_samples, judge_plan, plan
+
     settings = services.settings
     watch = watch_of(request, answer_deadline(settings, body.deadline_ms, request.headers.get("prefer")))
     check_samples(settings, len(body.samples), "samples")
