@@ -55,6 +55,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         lifespan=lifespan,
         docs_url=None,  # /docs and /redoc come from playground.install, with packaged assets (no CDN)
         redoc_url=None,
+        # FastAPI's own OpenTelemetry spans and metrics would duplicate the service's (telemetry.tracing, whose
+        # provider is not the global one): off, so no request asks for the global providers either.
+        telemetry={"tracing": False, "metrics": False, "logs": False},
     )
     error_handlers.install(app)
     app.include_router(listwise_routes.router)

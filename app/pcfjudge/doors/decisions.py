@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, TypeVar
 from pcfjudge.engine.failures import JudgingFailed
 from pcfjudge.engine.listwise_runs import ListwiseResult
 from pcfjudge.engine.pairwise_passes import PairwiseResult
-from pcfjudge.judging.consensus import top_set
+from pcfjudge.judging.consensus import tops_of
 from pcfjudge.judging.jury import JuryReport
 from pcfjudge.telemetry import metrics as m
 from pcfjudge.telemetry import tracing
@@ -53,14 +53,16 @@ def record_listwise(result: ListwiseResult, metrics: Metrics, door: Door) -> Non
         m.WINDOWS_JUDGED.observe(result.windows.windows_judged)
     picks: dict[int, float] = {}  # displayed position → share of this decision's top picks (one update each)
     for run in result.runs:
-        if run.result is None:
+        judged_run = run.result
+        if judged_run is None:
             continue
-        tops = top_set(run.result)
+        tops = judged_run.top if judged_run.top is not None else tops_of(judged_run.judgments)
+        share, order = 1 / len(tops), run.order
         for cid in tops:
-            position = run.order.index(cid)
-            picks[position] = picks.get(position, 0.0) + 1 / len(tops)
+            position = order.index(cid)
+            picks[position] = picks.get(position, 0.0) + share
             if run.model is not None:
-                m.juror_top_pick(metrics, run.model, position, door, 1 / len(tops))
+                m.juror_top_pick(metrics, run.model, position, door, share)
     for position, share in picks.items():
         m.child(m.TOP_PICKS, *labels, str(position)).inc(share)
     if result.mode != "consensus":

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from pcfjudge.backends.base import JudgeCall
@@ -12,6 +12,7 @@ from pcfjudge.cache.interface import PARSED, CacheValue
 from pcfjudge.judging.parse import OutputError
 from pcfjudge.types import Usage
 
+NO_USAGE = Usage()
 Validator = Callable[[str], dict[str, Any]]
 Decoder = Callable[[dict[str, Any]], Any]
 """Turns a stored answer into the form its judge works with (e.g. ``parse.validate_listwise``); raises
@@ -54,7 +55,7 @@ class CallOutcome:
     detail: str | None = None
     cached: bool = False
     latency_ms: float = 0.0
-    usage: Usage = field(default_factory=Usage)
+    usage: Usage = NO_USAGE  # immutable: one instance for every outcome that spent nothing (a cache hit)
     retry_after: float | None = None
     status: int | None = None  # HTTP status the failure maps to (502/503/504)
 

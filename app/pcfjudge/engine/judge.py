@@ -164,8 +164,10 @@ class Judge:
         if isinstance(task, PairwiseTask):
             calls = sum(len(plan_passes(task, m.string, self.params(m))) for m in jurors)
             pair = (task.question, task.response_a, task.response_b)
-            return Plan(replace(task, model=target), "pairwise", jurors, jury, calls, pair, "response_a")
-        task = replace(task, model=target)
+            task = task if target is task.model else replace(task, model=target)
+            return Plan(task, "pairwise", jurors, jury, calls, pair, "response_a")
+        if target is not task.model:  # a front door's task carries its resolved model: no copy
+            task = replace(task, model=target)
         texts = (task.question, *task.texts)
         window, n = self.settings.max_candidates, len(task.ids)
         if n > window:
@@ -228,7 +230,7 @@ class Judge:
         self.check(plan)
         task = plan.task
         timeout_s = watch.timeout_s or self.timeout_s
-        watch = replace(watch, until=asyncio.get_running_loop().time() + timeout_s)
+        watch = watch.until_at(asyncio.get_running_loop().time() + timeout_s)
         if isinstance(task, PairwiseTask):
             return await _traced("pairwise", task, self._spend(plan, watch, lambda w: self._pairwise(task, plan, w)))
         return await _traced("listwise", task, self._spend(plan, watch, lambda w: self._listwise(task, plan, w)))
@@ -291,7 +293,7 @@ class Judge:
             # against PCFJ_MAX_CALLS_PER_REQUEST and the request's own allowance, and is what the quota is charged.
             meter = Meter(self.settings.max_calls_per_request, "PCFJ_MAX_CALLS_PER_REQUEST", watch.meter)
             try:
-                result = await judgment(replace(watch, meter=meter))
+                result = await judgment(watch.metered(meter))
             finally:
                 await charge.settle(meter.made)
         prices = self.settings.prices

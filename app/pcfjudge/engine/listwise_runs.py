@@ -347,16 +347,27 @@ def _result(
     quorum: int,
     stopped: adaptive.Stopped | None = None,
 ) -> ListwiseResult:
-    ok = [r.result for r in records if r.result is not None]
-    by_exec = [[r.result for r in records if r.execution == e and r.result is not None] for e in range(task.executions)]
+    # One pass over the runs (a warm request's runs are all cache hits: no usage to add).
+    by_exec: list[list[RunJudgments]] = [[] for _ in range(task.executions)]
+    made = [0] * task.executions
+    tops: list[tuple[str, ...]] = []
+    usage = Usage()
+    for r in records:
+        made[r.execution] += 1
+        u = r.usage
+        if u.input_tokens or u.output_tokens or u.cached_tokens:
+            usage = usage + u
+        if r.result is not None:
+            by_exec[r.execution].append(r.result)
+            tops.append(r.result.top if r.result.top is not None else cons.tops_of(r.result.judgments))
     consensus = _CONSENSUS.aggregate(task.ids, by_exec, task.weights)
-    tops = [cons.top_set(r) for r in ok]
     winners = set(consensus.winners)
     first = records[0].result
+    hits = sum(1 for o in outcomes if o.cached)
     return ListwiseResult(
         model=model,
         mode=task.mode,
-        k=max(sum(1 for r in records if r.execution == e) for e in range(task.executions)),
+        k=max(made),
         k_requested=plan.k_requested,
         k_capped=task.mode == "consensus" and task.permutations is None and len(plan.orders) < task.k,
         weights=task.weights,
@@ -365,9 +376,9 @@ def _result(
         direct_winners=cons.top_set(first) if first is not None else None,
         agreement=sum(1 for t in tops if winners.intersection(t)) / len(tops),
         order_sensitive=len({frozenset(t) for t in tops}) > 1,
-        usage=sum((r.usage for r in records), Usage()),
-        backend_calls=sum(1 for o in outcomes if not o.cached),
-        cache_hits=sum(1 for o in outcomes if o.cached),
+        usage=usage,
+        backend_calls=len(outcomes) - hits,
+        cache_hits=hits,
         prompt_version=listwise_version(task.reference, task.style),
         quorum=quorum,
         stopped=stopped,

@@ -57,6 +57,14 @@ class Watch:
     meter: Meter | None = None
     until: float = math.inf  # set by ``Judge.run``: when every call must be done (``loop.time()``)
 
+    def until_at(self, until: float) -> Watch:
+        """This watch, its calls done by ``until`` (``dataclasses.replace``, spelled out: it is on every request's way)."""
+        return Watch(self.answer_by, self.timeout_s, self.listener, self.on_outcome, self.meter, until)
+
+    def metered(self, meter: Meter | None) -> Watch:
+        """This watch, its attempts counted by ``meter``."""
+        return Watch(self.answer_by, self.timeout_s, self.listener, self.on_outcome, meter, self.until)
+
     def emit(self, kind: str, data: dict[str, Any]) -> None:
         if self.listener is not None:
             self.listener(RunEvent(kind, data))

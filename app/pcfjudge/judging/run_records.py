@@ -7,6 +7,8 @@ from typing import Literal
 
 from pcfjudge.types import Usage
 
+_NO_USAGE = Usage()
+
 RankSource = Literal["judge", "scores"]
 
 
@@ -44,5 +46,5 @@ class RunRecord:
     error: str | None = None
     cached: bool = False
     latency_ms: float = 0.0
-    usage: Usage = field(default_factory=Usage)
+    usage: Usage = _NO_USAGE  # immutable: shared by every run that spent nothing
     model: str | None = None  # a jury's run: the juror that made it

@@ -212,9 +212,13 @@ def _add_overload(kinds: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def _http(args: argparse.Namespace) -> int:
     import json
 
-    from pcfjudge_lab.bench.http_bench import HttpBench, run
+    from pcfjudge_lab.bench.http_bench import PHASES, HttpBench, run
     from pcfjudge_lab.bench.http_report import figures, format_report
 
+    only = tuple(p.strip() for p in args.only.split(",") if p.strip()) if args.only else PHASES
+    unknown = sorted(set(only) - set(PHASES))
+    if unknown:
+        raise SystemExit(f"--only: unknown phase {', '.join(unknown)}; choose from {','.join(PHASES)}")
     bench = HttpBench(
         latency_ms=args.latency_ms,
         candidates=args.candidates,
@@ -229,6 +233,7 @@ def _http(args: argparse.Namespace) -> int:
         rss_requests=args.rss_requests,
         workers=tuple(args.workers),
         backend_concurrency=args.backend_concurrency,
+        only=only,
     )
     result = run(bench)
     result["figures"] = [f.to_json() for f in figures(result)]
@@ -376,6 +381,11 @@ def _add_http(kinds: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     arg("--rss-requests", type=int, default=100_000, help="warm requests before the second RSS reading (100000)")
     arg("--workers", type=int, nargs="+", default=[1, 2], help="worker counts to measure (default 1 2)")
     arg("--backend-concurrency", type=int, default=512, help="PCFJ_BACKEND_CONCURRENCY of the service (512)")
+    arg(
+        "--only",
+        help="run only these phases, comma-separated (provider, clients, fanout, cold, burst, warm, rss; default: "
+        "all), e.g. --only warm,burst --workers 1",
+    )
     arg("--json", action="store_true", help="print the measurements and figures as JSON")
     http.set_defaults(func=_http)
 

@@ -12,6 +12,9 @@ OpenAI wire protocol, and measures, each beside its reference:
 5. resident memory after 1k vs after N warm requests;
 6. warm and cold throughput with ``--workers`` 1 and 2.
 
+``--only`` runs some phases (``PHASES``) and prints their figures: e.g. ``--only warm,burst --workers 1`` measures the
+warm hits beside the echo and the bursts beside the provider alone, in a few minutes instead of the whole run.
+
 Numbers are ratios measured in one run on one machine; the report states its core count and load average.
 """
 
@@ -35,6 +38,9 @@ from pcfjudge_lab.bench.http_stack import CANDIDATES, Stack, cpu_s, listwise_bod
 
 PATH = "/judge/listwise"
 CHAT = "/v1/chat/completions"
+PHASES = ("provider", "clients", "fanout", "cold", "burst", "warm", "rss")
+"""The phases ``--only`` picks from: the provider alone (latency and fan-out), each client alone, fan-out, cold
+calls/s, the bursts, warm hits beside the echo, resident memory (and, with more workers, warm and cold again)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +60,7 @@ class HttpBench:
     workers: tuple[int, ...] = (1, 2)
     backend_concurrency: int = 512
     log_level: str = "warning"
+    only: tuple[str, ...] = PHASES  # the phases to run (``--only``)
 
 
 def _load(url: str, body: Body, requests: int, concurrency: int, path: str = PATH) -> LoadResult:
@@ -88,6 +95,9 @@ class Run:
             r = _load(url, lambda _i: payload, max(b.burst_requests, 2 * n), n, CHAT)
             self.out[f"provider_{n}"] = _latency(r)
         self.out["provider_fanout"] = asyncio.run(_fanout_alone(url, payload, b.sequential))
+
+    def clients_alone(self) -> None:
+        b, url = self.bench, self.stack.fake_url
         for client in CLIENTS:
             self.out[f"client_{client}"] = run_alone(
                 client, f"{url}/v1", b.calls, b.cold_concurrency * 7, CANDIDATES[: b.candidates]
@@ -127,9 +137,14 @@ class Run:
             self.out[f"burst_k{k}"] = _latency(r)
 
     def warm(self, name: str, requests: int, concurrency: int) -> LoadResult:
-        calls0 = self.stack.provider_calls()
+        calls0, cpu0 = self.stack.provider_calls(), cpu_s(self.stack.serve_pid)
         r = _load(self.stack.url, self.warm_body, requests, concurrency)
-        self.out[name] = {**_latency(r), "backend_calls": self.stack.provider_calls() - calls0}
+        cpu = (cpu_s(self.stack.serve_pid) - cpu0) / max(1, r.count) * 1e6
+        self.out[name] = {
+            **_latency(r),
+            "backend_calls": self.stack.provider_calls() - calls0,
+            "cpu_us_per_request": cpu,
+        }
         return r
 
     def populate(self, passes: int = 1) -> LoadResult:
@@ -140,10 +155,12 @@ class Run:
         self.stack.start_echo(json.loads(response))
 
     def echo(self, name: str, requests: int, concurrency: int) -> None:
+        cpu0 = cpu_s(self.stack.echo_pid)
         r = asyncio.run(
             closed_loop(self.stack.echo_url, PATH, self.warm_body, requests=requests, concurrency=concurrency)
         )
-        self.out[name] = _latency(r)
+        cpu = (cpu_s(self.stack.echo_pid) - cpu0) / max(1, r.count) * 1e6
+        self.out[name] = {**_latency(r), "cpu_us_per_request": cpu}
 
 
 def _chat_body(call: JudgeCall) -> bytes:
@@ -200,9 +217,11 @@ def run(bench: HttpBench, work: Path | None = None) -> dict[str, Any]:
                 if workers == bench.workers[0]:
                     _first_worker_count(r, bench)
                 else:
-                    r.populate(passes=16)
-                    r.warm("warm_32", bench.warm_requests, bench.warm_concurrency)
-                    r.cold_throughput("cold")
+                    if "warm" in bench.only:
+                        r.populate(passes=16)
+                        r.warm("warm_32", bench.warm_requests, bench.warm_concurrency)
+                    if "cold" in bench.only:
+                        r.cold_throughput("cold")
                 out[f"workers_{workers}"] = r.out
         finally:
             stack.close()
@@ -211,19 +230,32 @@ def run(bench: HttpBench, work: Path | None = None) -> dict[str, Any]:
 
 
 def _first_worker_count(r: Run, bench: HttpBench) -> None:
-    r.provider_alone()
-    r.fanout()
-    r.cold_throughput("cold")
-    r.bursts()
+    only = bench.only
+    if "provider" in only or "burst" in only or "fanout" in only:  # the references of the bursts and fan-out
+        r.provider_alone()
+    if "clients" in only:
+        r.clients_alone()
+    if "fanout" in only:
+        r.fanout()
+    if "cold" in only:
+        r.cold_throughput("cold")
+    if "burst" in only:
+        r.bursts()
+    if "warm" not in only and "rss" not in only:
+        return
     r.populate()
     warm = r.warm("warm_1k", 1000, bench.warm_concurrency)
     r.out["rss_mb_1k"] = rss_mb(r.stack.serve_pid)
-    r.start_echo(warm.last_body)  # the bare FastAPI echo answers with the service's own warm response
-    r.echo("echo_32", bench.warm_requests, bench.warm_concurrency)
-    r.warm("warm_32", bench.warm_requests, bench.warm_concurrency)
-    r.echo("echo_1", bench.single_requests, 1)
-    r.warm("warm_1", bench.single_requests, 1)
-    done = 1000 + bench.warm_requests + bench.single_requests
+    done = 1000
+    if "warm" in only:
+        r.start_echo(warm.last_body)  # the bare FastAPI echo answers with the service's own warm response
+        r.echo("echo_32", bench.warm_requests, bench.warm_concurrency)
+        r.warm("warm_32", bench.warm_requests, bench.warm_concurrency)
+        r.echo("echo_1", bench.single_requests, 1)
+        r.warm("warm_1", bench.single_requests, 1)
+        done += bench.warm_requests + bench.single_requests
+    if "rss" not in only:
+        return
     if bench.rss_requests > done:
         r.warm("warm_rest", bench.rss_requests - done, bench.warm_concurrency)
     r.out["rss_mb_n"] = rss_mb(r.stack.serve_pid)

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from pcfjudge_lab.bench.http_bench import PHASES
+
 
 @dataclass(frozen=True, slots=True)
 class Figure:
@@ -36,23 +38,64 @@ class Figure:
 
 
 def figures(result: dict[str, Any]) -> list[Figure]:
+    """Every figure whose phases ran (``--only`` may skip some), in the table's order."""
     first = result["config"]["workers"][0]
     w1 = result[f"workers_{first}"]
-    fan, cold = w1["fanout"], w1["cold"]
+    out: list[Figure] = []
+    if "fanout" in w1:
+        fan, alone = w1["fanout"], w1["provider_fanout"]
+        out.append(
+            Figure(
+                "fan-out: K=7 p50 / K=1 p50, one request at a time",
+                fan["k7_p50_ms"] / fan["k1_p50_ms"],
+                "provider alone: 7 calls at once / 1 call",
+                alone["k7_p50_ms"] / alone["k1_p50_ms"],
+                "value",
+                1.03,
+            )
+        )
     clients = {name.removeprefix("client_"): v for name, v in w1.items() if name.startswith("client_")}
+    if "cold" in w1 and clients:
+        out += _cold(result, w1["cold"], clients)
+    if "burst_k1" in w1:
+        out += _bursts(result["config"]["burst"], w1)
+    if "warm_32" in w1 and "echo_32" in w1:
+        out += _warm(w1)
+    if "rss_mb_n" in w1:
+        out.append(
+            Figure(
+                f"RSS after {w1['rss_requests']:,} warm requests",
+                w1["rss_mb_n"],
+                "after 1,000",
+                w1["rss_mb_1k"],
+                "ratio",
+                1.10,
+                unit="MiB",
+            )
+        )
+    for workers in result["config"]["workers"][1:]:
+        wn = result[f"workers_{workers}"]
+        for name, key, reference, what in (
+            ("warm req/s at 32 concurrent", "warm_32", "warm_32", "requests_per_s"),
+            ("cold calls/s (K=7)", "cold", "cold", "calls_per_s"),
+        ):
+            if key in wn and reference in w1:
+                out.append(
+                    Figure(
+                        f"--workers {workers}: {name}",
+                        wn[key][what],
+                        f"--workers {first}",
+                        w1[reference][what],
+                        "ratio",
+                        None,
+                    )
+                )
+    return out
+
+
+def _cold(result: dict[str, Any], cold: dict[str, Any], clients: dict[str, Any]) -> list[Figure]:
     fastest = max(clients, key=lambda name: clients[name]["calls_per_s"])
-    burst = result["config"]["burst"]
-    p64, p448 = w1[f"provider_{burst}"], w1[f"provider_{burst * 7}"]
-    alone = w1["provider_fanout"]
     out = [
-        Figure(
-            "fan-out: K=7 p50 / K=1 p50, one request at a time",
-            fan["k7_p50_ms"] / fan["k1_p50_ms"],
-            "provider alone: 7 calls at once / 1 call",
-            alone["k7_p50_ms"] / alone["k1_p50_ms"],
-            "value",
-            1.03,
-        ),
         Figure(
             f"calls/s, cold K=7 × {result['config']['cold_concurrency']} concurrent",
             cold["calls_per_s"],
@@ -75,7 +118,12 @@ def figures(result: dict[str, Any]) -> list[Figure]:
         )
         for name, v in clients.items()
     ]
-    out += [
+    return out
+
+
+def _bursts(burst: int, w1: dict[str, Any]) -> list[Figure]:
+    p64, p448 = w1[f"provider_{burst}"], w1[f"provider_{burst * 7}"]
+    return [
         Figure(
             f"{burst} concurrent K=1: p50",
             w1["burst_k1"]["p50_ms"],
@@ -121,6 +169,11 @@ def figures(result: dict[str, Any]) -> list[Figure]:
             None,
             unit="ms",
         ),
+    ]
+
+
+def _warm(w1: dict[str, Any]) -> list[Figure]:
+    return [
         Figure(
             "warm hits: req/s at 32 concurrent",
             w1["warm_32"]["requests_per_s"],
@@ -139,37 +192,7 @@ def figures(result: dict[str, Any]) -> list[Figure]:
             1.0,
             unit="ms",
         ),
-        Figure(
-            f"RSS after {w1['rss_requests']:,} warm requests",
-            w1["rss_mb_n"],
-            "after 1,000",
-            w1["rss_mb_1k"],
-            "ratio",
-            1.10,
-            unit="MiB",
-        ),
     ]
-    for workers in result["config"]["workers"][1:]:
-        wn = result[f"workers_{workers}"]
-        out += [
-            Figure(
-                f"--workers {workers}: warm req/s at 32 concurrent",
-                wn["warm_32"]["requests_per_s"],
-                f"--workers {first}",
-                w1["warm_32"]["requests_per_s"],
-                "ratio",
-                None,
-            ),
-            Figure(
-                f"--workers {workers}: cold calls/s (K=7)",
-                wn["cold"]["calls_per_s"],
-                f"--workers {first}",
-                cold["calls_per_s"],
-                "ratio",
-                None,
-            ),
-        ]
-    return out
 
 
 def _target(f: Figure) -> str:
@@ -203,9 +226,18 @@ def format_report(result: dict[str, Any]) -> str:
             f"{_num(f.reference)} | {f.ratio:.2f} | {_target(f)} | {met} |"
         )
     w1 = result[f"workers_{c['workers'][0]}"]
-    lines += [
-        "",
-        f"provider (fake) CPU per call: {w1['cold']['provider_cpu_ms_per_call']:.2f} ms; "
-        f"warm-phase backend calls: {w1['warm_32']['backend_calls']}",
-    ]
+    notes = []
+    if "cold" in w1:
+        notes.append(f"provider (fake) CPU per call: {w1['cold']['provider_cpu_ms_per_call']:.2f} ms")
+    if "warm_32" in w1:
+        notes.append(f"warm-phase backend calls: {w1['warm_32']['backend_calls']}")
+    if "echo_32" in w1:
+        service, echo = w1["warm_32"]["cpu_us_per_request"], w1["echo_32"]["cpu_us_per_request"]
+        notes.append(
+            f"server CPU per warm request at 32 concurrent: {service:,.0f} µs, the echo's {echo:,.0f} µs "
+            f"(echo / service {echo / service:.2f})"
+        )
+    if c.get("only", PHASES) != list(PHASES):
+        notes.append(f"phases run (--only): {','.join(c['only'])}")
+    lines += ["", "; ".join(notes)]
     return "\n".join(lines)

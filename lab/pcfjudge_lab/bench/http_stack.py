@@ -130,6 +130,11 @@ class Stack:
         return self.serve.popen.pid
 
     @property
+    def echo_pid(self) -> int:
+        assert self.echo is not None and self.echo.popen is not None
+        return self.echo.popen.pid
+
+    @property
     def fake_pid(self) -> int:
         assert self.fake.popen is not None
         return self.fake.popen.pid

@@ -38,9 +38,10 @@ def build_task(body: ListwiseRequest, s: Settings, judge: Judge) -> ListwiseTask
     pairs = [(str(i), c) if isinstance(c, str) else (c.id, c.text) for i, c in enumerate(body.candidates)]
     ids = [cid for cid, _ in pairs]
     texts = [text for _, text in pairs]
-    check_texts(s, body.question, {f"candidates.{i}": text for i, text in enumerate(texts)})
-    duplicates = sorted(cid for cid, count in Counter(ids).items() if count > 1)  # O(n): up to PCFJ_MAX_ITEMS ids
-    if duplicates:
+    if len(body.question) > s.max_question_chars or max(map(len, texts)) > s.max_candidate_chars:  # names the field
+        check_texts(s, body.question, {f"candidates.{i}": text for i, text in enumerate(texts)})
+    if len(set(ids)) != len(ids):  # O(n): up to PCFJ_MAX_ITEMS ids
+        duplicates = sorted(cid for cid, count in Counter(ids).items() if count > 1)
         raise client_error("candidates", f"candidate ids must be unique; repeated: {', '.join(duplicates)}")
     try:
         weights = cons.resolve_weights(body.weights)

@@ -34,10 +34,7 @@ def response_data(result: ListwiseResult, request_id: str, include_runs: bool) -
         "weights": {name: float(value) for name, value in result.weights.as_dict().items()},
         "winners": list(c.winners),
         "ranking": list(c.ranking),
-        "candidates": [
-            {"id": cid, **{name: round(float(value), 4) for name, value in v.as_dict().items()}, **_fitted(result, cid)}
-            for cid, v in c.candidates.items()
-        ],
+        "candidates": _candidates(result),
         "runs": [_run(r) for r in result.runs] if include_runs else None,
         "diagnostics": {
             "runs_ok": ok,
@@ -65,6 +62,33 @@ def response_data(result: ListwiseResult, request_id: str, include_runs: bool) -
         "degraded": result.degraded,
         "jury": jury_data(result.jury),
     }
+
+
+_SHAPED: dict[int, tuple[cons.Consensus, list[dict[str, Any]]]] = {}
+"""The candidates' rows of the last ``_SHAPED_MAX`` consensuses, by identity (entries hold their consensus, so an id
+names the object it was shaped from): a warm request repeats the consensus computed before (``listwise_runs``), and
+its rows are the same numbers rounded the same way."""
+_SHAPED_MAX = 1024
+
+
+def _candidates(result: ListwiseResult) -> list[dict[str, Any]]:
+    """The ``candidates`` rows (each a fresh dict: a caller may change its own response)."""
+    c = result.consensus
+    if result.windows is not None:
+        return _rows(result)
+    found = _SHAPED.get(id(c))
+    if found is None or found[0] is not c:
+        if len(_SHAPED) >= _SHAPED_MAX:
+            del _SHAPED[next(iter(_SHAPED))]
+        found = _SHAPED[id(c)] = (c, _rows(result))
+    return [dict(row) for row in found[1]]
+
+
+def _rows(result: ListwiseResult) -> list[dict[str, Any]]:
+    return [
+        {"id": cid, **{name: round(float(value), 4) for name, value in v.as_dict().items()}, **_fitted(result, cid)}
+        for cid, v in result.consensus.candidates.items()
+    ]
 
 
 def _fitted(result: ListwiseResult, cid: str) -> dict[str, Any]:
