@@ -476,20 +476,5 @@ class Settings(
         return "sim:default"
 
 
-GROUPS: tuple[type[BaseModel], ...] = (
-    ModelSelection,
-    RequestLimits,
-    FanOut,
-    AccessAndSpend,
-    CacheSettings,
-    RewardSettings,
-    JobSettings,
-    ProcessSettings,
-    MetricsSettings,
-    SimSettings,
-    ProviderSettings,
-    JurySettings,
-    CalibrationSettings,
-    PromptSettings,
-)
+GROUPS: tuple[type[BaseModel], ...] = tuple(b for b in Settings.__bases__ if b is not BaseSettings)
 """The groups, in the order docs/operations/settings.md shows them."""
