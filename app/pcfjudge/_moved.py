@@ -45,6 +45,7 @@ MOVED = {
     "pcfjudge.api.deps": "pcfjudge.http.deps",
     "pcfjudge.api.streaming": "pcfjudge.http.streaming",
     "pcfjudge.api.error_handlers": "pcfjudge.http.error_handlers",
+    "pcfjudge.api.jobs.loopback": "pcfjudge.http.loopback",
 }
 """Old module name → where it lives now (a package's submodules follow it: ``pcfjudge.eval.harness`` →
 ``pcfjudge_lab.eval.harness``). The lab's old names resolve only where the lab (pcfjudge-lab) is installed; this

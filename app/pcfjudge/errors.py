@@ -1,5 +1,5 @@
 """The service's answers instead of a judgment, raised below the HTTP layer (a leaf: nothing of ours imported, no
-FastAPI); ``api.error_handlers`` is the one place that turns them, and ``engine.failures.JudgingFailed`` and
+FastAPI); ``http.error_handlers`` is the one place that turns them, and ``engine.failures.JudgingFailed`` and
 ``judging.waves.BudgetError``, into the JSON error body.
 
 Both carry an error kind, never an HTTP status: ``http.error_handlers.STATUS`` is the one table that turns a kind

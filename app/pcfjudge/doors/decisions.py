@@ -1,7 +1,7 @@
 """What each judging decision tells the metrics (position bias, overturns, agreement, keyed passes, cost), and
 ``judged``: the one place a front door awaits a judgment, so its time and any failure are counted for its door
-(``api.error_handlers`` answers a failure with its 502/503/504). Every record names the judgment's ``Door``: its
-route template, its door (listwise, pairwise, rerank, reward) and mode (now, stream, job); ``api.deps.door`` makes it
+(``http.error_handlers`` answers a failure with its 502/503/504). Every record names the judgment's ``Door``: its
+route template, its door (listwise, pairwise, rerank, reward) and mode (now, stream, job); ``http.deps.door`` makes it
 from the request. A reward group is a listwise judgment recorded under door reward (``listwise_recorder``)."""
 
 from __future__ import annotations
@@ -100,7 +100,7 @@ def record_pairwise(result: PairwiseResult, metrics: Metrics, door: Door) -> Non
 
 async def judged(door: Door, judgment: Awaitable[R]) -> R:
     """Await a judgment, timed for ``door``; a ``JudgingFailed`` is counted for it and raised on
-    (``api.error_handlers`` answers it)."""
+    (``http.error_handlers`` answers it)."""
     started = time.perf_counter()
     try:
         result = await judgment

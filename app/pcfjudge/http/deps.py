@@ -30,7 +30,7 @@ ServicesDep = Annotated[Services, Depends(get_services)]
 
 def door(request: Request, name: DoorName, streaming: bool = False) -> Door:
     """The ``Door`` this request's judgments are recorded under: its route template, the door ``name``, and its
-    mode: ``job`` for a job's own request (run through the app by ``api.jobs.loopback``), ``stream`` when it answers
+    mode: ``job`` for a job's own request (run through the app by ``http.loopback``), ``stream`` when it answers
     with server-sent events, else ``now``."""
     endpoint = getattr(request.scope.get("route"), "path", None)
     mode: Mode = "job" if JOB_SCOPE in request.scope else "stream" if streaming else "now"

@@ -32,10 +32,9 @@ from pcfjudge.doors.listwise import listwise_plan
 from pcfjudge.doors.listwise.listwise_protocol import ListwiseRequest
 from pcfjudge.doors.pairwise import pairwise_plan
 from pcfjudge.doors.pairwise.pairwise_protocol import PairwiseRequest
-from pcfjudge.doors.rerank.rerank_plan import CHARS_PER_TOKEN, cut, document_text, judge_model
-from pcfjudge.doors.rerank.rerank_plan import build_task as rerank_task
+from pcfjudge.doors.rerank import rerank_plan
 from pcfjudge.doors.rerank.rerank_protocol import CohereRerankRequest
-from pcfjudge.doors.reward.reward_plan import Item, check_samples, plan
+from pcfjudge.doors.reward.reward_plan import plan_request
 from pcfjudge.doors.reward.reward_protocol import RewardRequest
 from pcfjudge.errors import ApiError, client_error
 from pcfjudge.services import Services
@@ -77,22 +76,15 @@ def _reward(services: Services, body: RewardRequest, prefer: str | None) -> None
         raise client_error("stream", NOT_STREAMED)
     s = services.settings
     answer_deadline(s, body.deadline_ms, prefer)
-    check_samples(s, len(body.samples), "samples")
-    plan(s, services.judge, body, [Item(x.prompt, x.response, x.reference, x.group) for x in body.samples], "samples")
+    plan_request(s, services.judge, body)
 
 
 def _rerank(services: Services, body: CohereRerankRequest, prefer: str | None) -> None:
     options = body.pcfjudge
     if options is not None and options.stream:
         raise client_error("pcfjudge.stream", NOT_STREAMED)
-    if body.relevant_spans is not None and body.relevant_spans.mode == "enabled":
-        raise client_error("relevant_spans", "relevant spans are not supported; send mode 'disabled' or omit it")
-    texts = [document_text(doc, body.rank_fields, i) for i, doc in enumerate(body.documents)]
-    if body.max_tokens_per_doc is not None:
-        texts = [cut(text, body.max_tokens_per_doc * CHARS_PER_TOKEN) for text in texts]
-    model = judge_model(services.judge, body.model, options)
     answer_deadline(services.settings, options.deadline_ms if options is not None else None, prefer)
-    services.judge.checked(rerank_task(services.settings, body.query, texts, options, model, "documents", body.top_n))
+    rerank_plan.build_plan(body, services.settings, services.judge)
 
 
 Check = Callable[[Services, Any, str | None], None]

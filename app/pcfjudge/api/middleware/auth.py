@@ -11,7 +11,7 @@ uvicorn, which otherwise trusts 127.0.0.1).
 Then the door (``security.door``): POST requests in flight per process and per key; past either, 503 with
 Retry-After before the body is read.
 
-A job's own request (``api.jobs.loopback``) carries its owner in the ASGI scope, which no client can write: it is
+A job's own request (``http.loopback``) carries its owner in the ASGI scope, which no client can write: it is
 that key's request (no API key needed, the request quota already paid when the job was submitted), through the door.
 """
 
@@ -52,7 +52,7 @@ class AuthMiddleware:
             await self.app(scope, receive, send)
             return
         ctx = context.current()
-        caller = scope.get(JOB_SCOPE)  # a job's own request, made by this process (api.jobs.loopback): its owner
+        caller = scope.get(JOB_SCOPE)  # a job's own request, made by this process (http.loopback): its owner
         if not await self._identify(scope, send, services, ctx, caller):
             return
         per_min = settings.quota_requests_per_min

@@ -4,7 +4,7 @@ Such a POST is handed to the jobs' intake route instead of the judging route (``
 the path is rewritten and the judging route's path kept in the scope (``ASYNC_SCOPE``), so the request is checked as
 its route would check it, stored as a job and answered 202 with ``Preference-Applied: respond-async`` and the job's
 ``Location``. Authentication, quotas, the door and the body limits have already applied to it, as to any request.
-A job's own request (``api.jobs.loopback``) is never diverted.
+A job's own request (``http.loopback``) is never diverted.
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ from pcfjudge.doors.checks import check_texts, resolve_model
 from pcfjudge.doors.decisions import judged, record_listwise
 from pcfjudge.doors.listwise.listwise_protocol import ListwiseResponse
 from pcfjudge.doors.listwise.listwise_response import to_response
-from pcfjudge.doors.rerank.rerank_protocol import RerankOptions
+from pcfjudge.doors.rerank.rerank_protocol import CohereRerankRequest, RerankOptions
 from pcfjudge.engine.judge import Judge, prompt_style
 from pcfjudge.engine.listwise_runs import ListwiseTask
 from pcfjudge.engine.plan import Plan
@@ -148,6 +148,18 @@ def build_task(
         style=prompt_style(s, opts.rationales, "rerank"),
         windows=WindowOptions(top_n=boundary) if windowed else None,
     )
+
+
+def build_plan(body: CohereRerankRequest, s: Settings, judge: Judge) -> Plan[ListwiseTask]:
+    """A Cohere-shaped request's plan (``/v1/rerank``, ``/v2/rerank``), checked once at intake: answered now,
+    streamed or queued as a job, the same checks refuse it."""
+    if body.relevant_spans is not None and body.relevant_spans.mode == "enabled":
+        raise client_error("relevant_spans", "relevant spans are not supported; send mode 'disabled' or omit it")
+    texts = [document_text(doc, body.rank_fields, i) for i, doc in enumerate(body.documents)]
+    if body.max_tokens_per_doc is not None:
+        texts = [cut(text, body.max_tokens_per_doc * CHARS_PER_TOKEN) for text in texts]
+    model = judge_model(judge, body.model, body.pcfjudge)
+    return judge.checked(build_task(s, body.query, texts, body.pcfjudge, model, "documents", body.top_n))
 
 
 async def rerank(

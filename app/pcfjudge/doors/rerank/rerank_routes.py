@@ -21,7 +21,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from pcfjudge._version import __version__
 from pcfjudge.doors.anytime import answer_deadline
-from pcfjudge.doors.rerank.rerank_plan import CHARS_PER_TOKEN, build_task, cut, document_text, judge_model, rerank
+from pcfjudge.doors.rerank.rerank_plan import CHARS_PER_TOKEN, build_plan, build_task, cut, judge_model, rerank
 from pcfjudge.doors.rerank.rerank_protocol import (
     CohereRerankRequest,
     RerankOptions,
@@ -34,7 +34,6 @@ from pcfjudge.doors.rerank.rerank_protocol import (
 from pcfjudge.engine.listwise_runs import ListwiseTask
 from pcfjudge.engine.plan import Plan
 from pcfjudge.engine.progress import AnswerBy, Watch
-from pcfjudge.errors import client_error
 from pcfjudge.http.deps import ServicesDep, door, watch_of
 from pcfjudge.http.error_handlers import ERROR_RESPONSES, STREAM_RESPONSE, as_api_error
 from pcfjudge.http.streaming import stream
@@ -173,20 +172,12 @@ async def cohere_rerank(body: CohereRerankRequest, request: Request, services: S
     ``relevance_score`` is consensus/100; ties keep equal scores in request order. ``model`` picks one of our
     judges when it is a provider:model of ours (e.g. sim:default); any other name (rerank-v3.5) uses the default.
     """
-    if body.relevant_spans is not None and body.relevant_spans.mode == "enabled":
-        raise client_error("relevant_spans", "relevant spans are not supported; send mode 'disabled' or omit it")
-    texts = [document_text(doc, body.rank_fields, i) for i, doc in enumerate(body.documents)]
-    if body.max_tokens_per_doc is not None:
-        texts = [cut(text, body.max_tokens_per_doc * CHARS_PER_TOKEN) for text in texts]
-    model = judge_model(services.judge, body.model, body.pcfjudge)
     watch = watch_of(request, _deadline(services, body.pcfjudge, request))
-    plan = services.judge.checked(
-        build_task(services.settings, body.query, texts, body.pcfjudge, model, "documents", body.top_n)
-    )  # checked here, before any answer
+    plan = build_plan(body, services.settings, services.judge)  # checked here, before any answer
     endpoint = "/v1/rerank" if request.url.path.startswith("/v1/") else "/v2/rerank"
 
     async def reranked(watch: Watch) -> dict[str, Any]:
-        return await _cohere_payload(body, request, services, plan, endpoint, len(texts), watch)
+        return await _cohere_payload(body, request, services, plan, endpoint, len(body.documents), watch)
 
     if body.pcfjudge is not None and body.pcfjudge.stream:
         return await stream(reranked, watch, request.state.request_id)

@@ -23,6 +23,7 @@ from pcfjudge.doors.checks import resolve_model
 from pcfjudge.doors.reward.reward_protocol import (
     RewardMode,
     RewardOptions,
+    RewardRequest,
     RewardSampleResult,
     RewardUsage,
     SampleError,
@@ -137,6 +138,13 @@ def plan(s: Settings, judge: Judge, options: RewardOptions, items: Sequence[Item
             window = s.max_candidates if members(g, size) > s.max_candidates else None
             judge.guard.check_plan(planned_calls(g, size, s), [g.spec.prompt, *g.texts], field=field, window=window)
     return Plan(model.string, options.reward, size, wait_ms / 1000, groups, where, list(items))
+
+
+def plan_request(s: Settings, judge: Judge, body: RewardRequest) -> Plan:
+    """``POST /v1/reward``'s plan, checked once at intake: answered now, streamed or queued as a job."""
+    check_samples(s, len(body.samples), "samples")
+    items = [Item(x.prompt, x.response, x.reference, x.group) for x in body.samples]
+    return plan(s, judge, body, items, "samples")
 
 
 def members(group: GroupRequest, size: int) -> int:

@@ -30,13 +30,11 @@ router = APIRouter()
 async def reward_route(body: RewardRequest, request: Request, services: ServicesDep) -> Any:
     """Rewards (0-1) for completions; samples of a group (default: same prompt) are judged together, K calls a group.
     ``deadline_ms`` (or ``Prefer: wait=<s>``) answers by then; ``stream`` sends server-sent events."""
-    from pcfjudge.doors.reward.reward_plan import Item, check_samples, judge_plan, plan
+    from pcfjudge.doors.reward.reward_plan import judge_plan, plan_request
 
     settings = services.settings
     watch = watch_of(request, answer_deadline(settings, body.deadline_ms, request.headers.get("prefer")))
-    check_samples(settings, len(body.samples), "samples")
-    items = [Item(s.prompt, s.response, s.reference, s.group) for s in body.samples]
-    reward_plan = plan(settings, services.judge, body, items, "samples")
+    reward_plan = plan_request(settings, services.judge, body)  # checked here, before any answer
     record = listwise_recorder(services.metrics, door(request, "reward", body.stream))
 
     async def rewarded(watch: Watch) -> RewardResponse:
