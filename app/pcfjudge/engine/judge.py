@@ -209,12 +209,12 @@ class Judge:
         return plan
 
     async def listwise(self, task: ListwiseTask, watch: Watch = PLAIN) -> ListwiseResult:
-        """PCFJudge: ``run(plan(task), watch)``, checked first."""
-        return await self.run(self.plan(task), watch)
+        """PCFJudge: ``run(checked(task), watch)``."""
+        return await self.run(self.checked(task), watch)
 
     async def pairwise(self, task: PairwiseTask, watch: Watch = PLAIN) -> PairwiseResult:
-        """APOCJudge: ``run(plan(task), watch)``, checked first."""
-        return await self.run(self.plan(task), watch)
+        """APOCJudge: ``run(checked(task), watch)``."""
+        return await self.run(self.checked(task), watch)
 
     @overload
     async def run(self, plan: Plan[ListwiseTask], watch: Watch = ...) -> ListwiseResult: ...
@@ -223,11 +223,10 @@ class Judge:
     async def run(
         self, plan: Plan[ListwiseTask] | Plan[PairwiseTask], watch: Watch = PLAIN
     ) -> ListwiseResult | PairwiseResult:
-        """The executor: check the plan (a second check of the same plan is cheap: the allowlist is remembered),
-        charge the calling key's quota for its calls, judge it as ``watch`` says (its deadline, its listener, the
-        request's meter), settle the quota to the attempts made; raises ``JudgingFailed`` (502/503/504) below quorum
-        and ``Refusal`` when the guard or admission control declines."""
-        self.check(plan)
+        """The executor, for a plan from ``checked`` (a front door's, at intake; ``listwise`` and ``pairwise`` for
+        an in-process caller): charge the calling key's quota for its calls, judge it as ``watch`` says (its
+        deadline, its listener, the request's meter), settle the quota to the attempts made; raises
+        ``JudgingFailed`` (502/503/504) below quorum and ``Refusal`` when the quota or admission control declines."""
         task = plan.task
         timeout_s = watch.timeout_s or self.timeout_s
         watch = watch.until_at(asyncio.get_running_loop().time() + timeout_s)
