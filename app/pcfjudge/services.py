@@ -63,7 +63,7 @@ class Services:
         limiter: Limiter = RedisLimiter(shared) if shared is not None else MemoryLimiter()
         guard = Guard(settings, settings.model_allowlist(), limiter)
         book = Book()
-        judge = Judge(settings, registry, runner, settings.request_timeout_s, guard, reliability=book)
+        judge = Judge(settings, registry, runner, settings.request_timeout_s, guard, reliability=book, observer=metrics)
         store: ReliabilityStore = open_store(settings)  # Redis with PCFJ_REDIS_URL, else the calibration file
         refresher = Refresher(store, lambda rows: load_reliability(book, rows), settings.calibration_refresh_s)
         return cls(

@@ -3,6 +3,7 @@ docs/juries.md says, every juror's result and the agreement in the response, fau
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -205,3 +206,29 @@ async def test_calibrated_weights_change_the_verdict_as_documented() -> None:
     assert calibrated["jury"]["weights"] == "calibrated" and calibrated["winner"] == "B"
     assert [j["weight"] for j in calibrated["jury"]["jurors"]] == pytest.approx([0.0733, 0.9267], abs=1e-3)
     assert 1.0 <= calibrated["jury"]["effective_jurors"] < 2.0
+
+
+@pytest.mark.parametrize("path", ["/judge/listwise", "/judge/pairwise"])
+async def test_a_streamed_jury_sends_a_juror_event_as_each_juror_finishes(path: str) -> None:
+    """The stream hears the judgment's ``juror`` events (docs/streaming.md): one per juror, after its runs (passes),
+    the one that failed included, then the result (no ``stopped`` or ``cached`` event: the result says it)."""
+    pair = {"question": QUESTION, "response_a": ANSWERS[0], "response_b": ANSWERS[1]}
+    sent = (body() if path == "/judge/listwise" else pair) | {"model": "trio", "stream": True}
+    async with (
+        app_with_services(settings(jury_quorum=0.5)) as (client, _),
+        client.stream("POST", path, json=sent) as reply,
+    ):
+        text = "".join([chunk async for chunk in reply.aiter_text()])
+    events = [line.partition(":")[2].strip() for line in text.splitlines() if line.startswith("event:")]
+    data = [json.loads(line[5:]) for line in text.splitlines() if line.startswith("data:")]
+    assert reply.status_code == 200 and events[-1] == "result", text
+    jurors = {d["model"]: d for e, d in zip(events, data, strict=True) if e == "juror"}
+    assert set(jurors) == set(JURIES["trio"]) and set(events) == {
+        "run" if "listwise" in path else "pass",
+        "juror",
+        "result",
+    }
+    assert [jurors[m]["delivered"] for m in JURIES["trio"]] == [True, True, False]
+    assert jurors["sim:default"]["backend_calls"] + jurors["sim:default"]["cache_hits"] >= 2
+    if path == "/judge/listwise":  # the jurors run in lockstep: every run, then each juror's verdict
+        assert events.index("juror") > max(i for i, e in enumerate(events) if e == "run")

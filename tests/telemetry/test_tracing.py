@@ -248,6 +248,31 @@ async def test_concurrent_requests_share_calls_and_the_sdks_carry_the_trace(
     assert sorted(sent) == sorted(traceparent(CALLER_TRACE, c.span_id) for c in calls)
 
 
+async def test_a_judgments_own_events_are_events_on_its_span(tracing_on: OtlpReceiver) -> None:
+    """The judgment span hears the judgment's events (``engine.progress``): a jury of two over 20 candidates (rounds
+    of windows) adds a ``round finished`` event per round of each juror and a ``juror finished`` event per juror."""
+    body = {
+        "question": QUESTION,
+        "candidates": [f"answer {i}" for i in range(20)],
+        "model": ["sim:default", "sim:oracle"],
+    }
+    async with app_client() as client:
+        reply = await client.post("/judge/listwise", json=body, headers={"traceparent": traceparent(CALLER_TRACE)})
+    assert reply.status_code == 200, reply.text
+    spans = tracing_on.wait_for(
+        lambda got: any(s.name == "judge listwise" for s in of_trace(got, CALLER_TRACE)), what="the judgment span"
+    )
+    judgment = one(of_trace(spans, CALLER_TRACE), "INTERNAL", "judge listwise")
+    jurors = [a for name, a in judgment.events if name == "juror finished"]
+    rounds = [a for name, a in judgment.events if name == "round finished"]
+    assert sorted(a["pcfjudge.model"] for a in jurors) == ["sim:default", "sim:oracle"]
+    assert all(a["pcfjudge.delivered"] is True for a in jurors)
+    for juror in ("sim:default", "sim:oracle"):
+        steps = [a["pcfjudge.step"] for a in rounds if a["pcfjudge.model"] == juror]
+        assert steps == list(range(1, len(steps) + 1)) and len(steps) >= 2  # each of its rounds, in order
+    assert judgment.event_names().index("juror finished") > judgment.event_names().index("round finished")
+
+
 # ── off ──────────────────────────────────────────────────────────────────────────────────────────────────────────
 
 

@@ -46,11 +46,7 @@ def record_listwise(result: ListwiseResult, metrics: Metrics, door: Door) -> Non
     m.child(m.DECISIONS, *labels, result.mode).inc()
     if result.degraded:
         m.child(m.DEGRADED, *labels).inc()
-    if result.stopped is not None:
-        m.child(m.STOPS, result.stopped).inc()
-    if result.windows is not None:
-        m.child(m.WINDOWED, result.windows.stopped).inc()
-        m.WINDOWS_JUDGED.observe(result.windows.windows_judged)
+    # How it stopped (early stops, rounds of windows) is counted as it happens, from its ``stopped`` event.
     picks: dict[int, float] = {}  # displayed position → share of this decision's top picks (one update each)
     for run in result.runs:
         judged_run = run.result

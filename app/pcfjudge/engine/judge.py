@@ -19,6 +19,7 @@ from typing import Any, Literal, Protocol, TypeVar, overload
 from pcfjudge import context
 from pcfjudge.backends.params import decoding_params
 from pcfjudge.backends.registry import Jury, ModelError, Registry, ResolvedModel
+from pcfjudge.engine.failures import JudgingFailed
 from pcfjudge.engine.listwise_runs import ListwiseResult, ListwiseTask, RunPlan, judge_listwise, plan_runs
 from pcfjudge.engine.pairwise_passes import (
     PairwiseResult,
@@ -29,7 +30,7 @@ from pcfjudge.engine.pairwise_passes import (
     plan_passes,
 )
 from pcfjudge.engine.plan import Plan
-from pcfjudge.engine.progress import PLAIN, Watch
+from pcfjudge.engine.progress import PLAIN, RunEvent, Watch
 from pcfjudge.engine.runner import CallRunner
 from pcfjudge.engine.spend import Meter
 from pcfjudge.engine.window_runs import judge_windows, window_spec
@@ -40,6 +41,7 @@ from pcfjudge.judging.window_rounds import budget_calls, least_calls
 from pcfjudge.security.guard import Guard
 from pcfjudge.settings import Settings
 from pcfjudge.telemetry import tracing
+from pcfjudge.telemetry.hooks import NOOP, Observer
 from pcfjudge.types import DecodingParams, Usage
 
 
@@ -78,6 +80,7 @@ class Judge:
     timeout_s: float
     guard: Guard | None = None
     reliability: reliability.Book = field(default_factory=reliability.Book)  # calibration records (jury weights)
+    observer: Observer = NOOP  # hears every judgment's light events (the metrics: ``telemetry.metrics``)
 
     def using(self, *, runner: CallRunner | None = None, timeout_s: float | None = None) -> Judge:
         """The same judge with another runner (e.g. one that wraps ``self.runner``) or deadline."""
@@ -229,10 +232,34 @@ class Judge:
         ``JudgingFailed`` (502/503/504) below quorum and ``Refusal`` when the quota or admission control declines."""
         task = plan.task
         timeout_s = watch.timeout_s or self.timeout_s
-        watch = watch.until_at(asyncio.get_running_loop().time() + timeout_s)
+        watch = watch.until_at(asyncio.get_running_loop().time() + timeout_s).observed(self._heard)
         if isinstance(task, PairwiseTask):
-            return await _traced("pairwise", task, self._spend(plan, watch, lambda w: self._pairwise(task, plan, w)))
-        return await _traced("listwise", task, self._spend(plan, watch, lambda w: self._listwise(task, plan, w)))
+            return await _traced(
+                "pairwise",
+                task,
+                watch,
+                lambda w: self._ended(w, self._spend(plan, w, lambda v: self._pairwise(task, plan, v))),
+            )
+        return await _traced(
+            "listwise",
+            task,
+            watch,
+            lambda w: self._ended(w, self._spend(plan, w, lambda v: self._listwise(task, plan, v))),
+        )
+
+    def _heard(self, event: RunEvent) -> None:
+        """The metrics hear a judgment's light events (``progress.LIGHT``)."""
+        self.observer.judgment_event(event.kind, event.data)
+
+    async def _ended(self, watch: Watch, judgment: Awaitable[Judged]) -> Judged:
+        """``judgment``, then its ``stopped`` event: why it ended (``stopped_event``), or ``failed`` with its status."""
+        try:
+            result = await judgment
+        except JudgingFailed as exc:
+            watch.announce("stopped", {"reason": "failed", "status": exc.status})  # the failure says the rest
+            raise
+        watch.announce("stopped", stopped_event(result))
+        return result
 
     async def _listwise(self, task: ListwiseTask, plan: Plan[Any], watch: Watch) -> ListwiseResult:
         s = self.settings
@@ -250,7 +277,7 @@ class Judge:
                 return await windows(plan.jurors[0])
             from pcfjudge.engine.jury_runs import judge_jurors, pool_windows  # a jury's judgment only
 
-            outcomes = await judge_jurors(plan.jury, lambda m: windows(m, replace(task, model=None)))
+            outcomes = await judge_jurors(plan.jury, lambda m: windows(m, replace(task, model=None)), watch)
             return pool_windows(task, plan.jury, outcomes, s.jury_quorum, self.reliability)
         if plan.jury is None:
             model = plan.jurors[0]
@@ -277,6 +304,7 @@ class Judge:
         outcomes = await judge_jurors(
             plan.jury,
             lambda m: judge_pairwise(replace(task, model=m), m, self.runner, self.params(m), watch=watch),
+            watch,
         )
         return pool_pairwise(plan.jury, outcomes, self.settings.jury_quorum, self.reliability)
 
@@ -308,15 +336,34 @@ class Judge:
         return result
 
 
+def stopped_event(result: ListwiseResult | PairwiseResult) -> dict[str, Any]:
+    """The data of a judgment's ``stopped`` event (docs/streaming.md): ``reason`` — ``planned`` (every planned run
+    made), an early stop's (``certified``, ``confident``, ``k_max``, ``budget``, ``deadline``) or, past one window,
+    why its rounds ended (``rounds``, ``certified``, ``budget``, ``deadline``, ``failed``) — and the runs made."""
+    if isinstance(result, PairwiseResult):
+        return {"judgment": "pairwise", "reason": result.stopped or "planned", "runs": len(result.passes)}
+    data: dict[str, Any] = {"judgment": "listwise", "reason": result.stopped or "planned", "runs": len(result.runs)}
+    if result.runs_planned:
+        data["runs_planned"] = result.runs_planned
+    if result.windows is not None:
+        data["reason"] = result.stopped or result.windows.stopped
+        data["windows_judged"] = result.windows.windows_judged
+    return data
+
+
 async def _traced(
-    name: Literal["listwise", "pairwise"], task: ListwiseTask | PairwiseTask, judgment: Awaitable[Judged]
+    name: Literal["listwise", "pairwise"],
+    task: ListwiseTask | PairwiseTask,
+    watch: Watch,
+    judgment: Callable[[Watch], Awaitable[Judged]],
 ) -> Judged:
-    """``judgment`` awaited in its span (``engine.judgment_spans``) with tracing on; with it off, only awaited."""
+    """``judgment(watch)`` awaited in its span (``engine.judgment_spans``: the span hears the judgment's events)
+    with tracing on; with it off, only awaited."""
     if not tracing.on():
-        return await judgment
+        return await judgment(watch)
     from pcfjudge.engine.judgment_spans import traced
 
-    return await traced(name, task, judgment)
+    return await traced(name, task, watch, judgment)
 
 
 def _juror_usage(result: object, model: str) -> Usage:

@@ -11,30 +11,54 @@ when it fails.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
-from typing import Literal, TypeVar
+from collections.abc import Awaitable, Callable
+from functools import partial
+from typing import TYPE_CHECKING, Literal, TypeVar
 
 from pcfjudge.backends.registry import Jury, ResolvedModel
 from pcfjudge.engine.listwise_runs import ListwiseResult, ListwiseTask
 from pcfjudge.engine.pairwise_passes import PairwiseResult, PairwiseTask
+from pcfjudge.engine.progress import RunEvent, Watch
 from pcfjudge.telemetry import tracing
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import Span
 
 R = TypeVar("R", ListwiseResult, PairwiseResult)
 
 
-async def traced(name: Literal["listwise", "pairwise"], task: ListwiseTask | PairwiseTask, judgment: Awaitable[R]) -> R:
-    """Await ``judgment`` (of ``task``) in the judgment's span; with tracing off, only await it."""
+async def traced(
+    name: Literal["listwise", "pairwise"],
+    task: ListwiseTask | PairwiseTask,
+    watch: Watch,
+    judgment: Callable[[Watch], Awaitable[R]],
+) -> R:
+    """Await ``judgment(watch)`` (of ``task``) in the judgment's span, which hears its light events; with tracing
+    off, only await it."""
     if not tracing.on():
-        return await judgment
+        return await judgment(watch)
     started = task_attributes(task)
     with tracing.judgment(f"judge {name}", started) as span:
         try:
-            result = await judgment
+            result = await judgment(watch.observed(partial(_heard, span)))
         except Exception as exc:
             tracing.failed(span, str(getattr(exc, "kind", "") or type(exc).__name__))
             raise
         tracing.annotate(span, result_attributes(result, "gen_ai.request.model" in started))
         return result
+
+
+_SPAN_EVENTS = {"cached": "cache hit", "round": "round finished", "juror": "juror finished", "stopped": "stopped"}
+
+
+def _heard(span: Span, event: RunEvent) -> None:
+    """A light event of the judgment (``progress.LIGHT``), as an event on its span: ``cache hit`` (the runs one
+    lookup answered), ``round finished``, ``juror finished``, ``stopped`` (the span's attributes say how it ended:
+    the event is left out)."""
+    name = _SPAN_EVENTS.get(event.kind)
+    if name is None or event.kind == "stopped":
+        return
+    tracing.event(span, name, {f"pcfjudge.{k}": v for k, v in event.data.items() if isinstance(v, str | int | float)})
 
 
 def task_attributes(task: ListwiseTask | PairwiseTask) -> tracing.Attributes:

@@ -118,6 +118,10 @@ async def judge_jury_listwise(
         needed = needed_ok(len(records), quorum, [True] * cut[j], len(plans[j].runs), min_runs)
         report, consensus, failure = _juror(task, juror, jury.weights[j], records, outcomes, needed, cut[j])
         reports.append(report)
+        if watch.heard:
+            watch.announce(
+                "juror", juror_event(report.model, report.delivered, report.backend_calls, report.cache_hits)
+            )
         if consensus is not None:
             consensuses.append((j, consensus))
         if failure is not None:
@@ -262,16 +266,29 @@ def _listwise_report(
     )
 
 
-async def judge_jurors(jury: Jury, judge_one: Callable[[ResolvedModel], Awaitable[R]]) -> list[R | JudgingFailed]:
-    """Every juror's own judgment at once; a juror's ``JudgingFailed`` is its outcome, anything else propagates."""
+async def judge_jurors(
+    jury: Jury, judge_one: Callable[[ResolvedModel], Awaitable[R]], watch: Watch
+) -> list[R | JudgingFailed]:
+    """Every juror's own judgment at once, each announced (a ``juror`` event) as it finishes; a juror's
+    ``JudgingFailed`` is its outcome, anything else propagates."""
 
     async def one(model: ResolvedModel) -> R | JudgingFailed:
         try:
-            return await judge_one(model)
+            out = await judge_one(model)
         except JudgingFailed as exc:
+            if watch.heard:
+                watch.announce("juror", juror_event(model.string, False) | {"status": exc.status})
             return exc
+        if watch.heard:
+            watch.announce("juror", juror_event(model.string, True, out.backend_calls, out.cache_hits))
+        return out
 
     return list(await asyncio.gather(*(one(m) for m in jury.jurors)))
+
+
+def juror_event(model: str, delivered: bool, backend_calls: int = 0, cache_hits: int = 0) -> dict[str, object]:
+    """The data of a ``juror`` event (docs/streaming.md): a juror's own judgment finished."""
+    return {"model": model, "delivered": delivered, "backend_calls": backend_calls, "cache_hits": cache_hits}
 
 
 def _outcomes(

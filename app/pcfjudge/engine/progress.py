@@ -7,8 +7,12 @@ watch differs.
   are cancelled; either way they keep their backend slot until they end, so admission counts them.
 * ``timeout_s``: how long the judgment's calls may take in all (None: the judge's request timeout; a job's time left,
   PCFJ_JOB_TIMEOUT_S); ``Judge.run`` turns it into ``until``, the instant every call must be done by.
-* ``listener``: called with a ``RunEvent`` each time a run (a pass, a window) finishes — from the cache or the
-  backend — with where the judgment stands (the events of ``stream: true``).
+* ``listener``: hears every event of the judgment (the events of ``stream: true``): a ``run`` each time a run (a
+  window) finishes — from the cache or the backend — with where the judgment stands (``pass`` for pairwise), and the
+  light events below.
+* ``observers``: hear the light events only (traces, metrics), which cost nothing to make: ``cached`` (the runs a
+  cache lookup answered), ``round`` (a round of windows finished), ``juror`` (a juror's judgment finished) and
+  ``stopped`` (the judgment ended, and why). ``Judge.run`` adds its own.
 * ``on_outcome``: called with each call's outcome as it finishes, cache hits first (a job's progress).
 * ``meter``: the backend attempts of the whole request (``spend.Meter``; a reward request's, over all its groups);
   ``Judge.run`` opens the judgment's own meter within it.
@@ -36,13 +40,17 @@ class AnswerBy:
 
 @dataclass(frozen=True, slots=True)
 class RunEvent:
-    """One finished run (pass) and where the judgment stands: JSON-ready ``data`` shaped by its judge."""
+    """One event of a judgment (module docstring): JSON-ready ``data`` shaped by its kind."""
 
-    kind: str  # "run" (listwise) or "pass" (pairwise)
+    kind: str  # "run" (listwise), "pass" (pairwise), "cached", "round", "juror" or "stopped"
     data: dict[str, Any]
 
 
+Event = RunEvent
 Listener = Callable[[RunEvent], None]
+LIGHT = frozenset({"cached", "round", "juror", "stopped"})
+"""The events observers hear (``Watch.announce``); ``run`` and ``pass`` carry the consensus so far, made only for a
+listener (``Watch.emit``)."""
 OutcomeHook = Callable[[CallSpec, CallOutcome], None]
 
 
@@ -56,18 +64,37 @@ class Watch:
     on_outcome: OutcomeHook | None = None
     meter: Meter | None = None
     until: float = math.inf  # set by ``Judge.run``: when every call must be done (``loop.time()``)
+    observers: tuple[Listener, ...] = ()
 
     def until_at(self, until: float) -> Watch:
         """This watch, its calls done by ``until`` (``dataclasses.replace``, spelled out: it is on every request's way)."""
-        return Watch(self.answer_by, self.timeout_s, self.listener, self.on_outcome, self.meter, until)
+        return Watch(self.answer_by, self.timeout_s, self.listener, self.on_outcome, self.meter, until, self.observers)
 
     def metered(self, meter: Meter | None) -> Watch:
         """This watch, its attempts counted by ``meter``."""
-        return Watch(self.answer_by, self.timeout_s, self.listener, self.on_outcome, meter, self.until)
+        return Watch(self.answer_by, self.timeout_s, self.listener, self.on_outcome, meter, self.until, self.observers)
+
+    def observed(self, observer: Listener) -> Watch:
+        """This watch, ``observer`` also hearing its light events."""
+        return replace(self, observers=(*self.observers, observer))
+
+    @property
+    def heard(self) -> bool:
+        """Whether anyone hears the light events (``announce`` is then worth its data)."""
+        return self.listener is not None or bool(self.observers)
 
     def emit(self, kind: str, data: dict[str, Any]) -> None:
+        """A ``run`` or ``pass`` event, to the listener."""
         if self.listener is not None:
             self.listener(RunEvent(kind, data))
+
+    def announce(self, kind: str, data: dict[str, Any]) -> None:
+        """A light event (``LIGHT``), to the listener and every observer."""
+        event = RunEvent(kind, data)
+        if self.listener is not None:
+            self.listener(event)
+        for observer in self.observers:
+            observer(event)
 
     def hooked(self, hook: OutcomeHook) -> Watch:
         """This watch, with ``hook`` also called for each call's outcome."""

@@ -110,8 +110,8 @@ class Runner:
         """
         hook, deadline, answer = watch.on_outcome, watch.until, watch.answer_by
         outcomes = await self._cached(specs, cache_mode, hook)
-        if tracing.on():
-            tracing.cache_hits(model.string, len(specs) - outcomes.count(None))
+        if watch.heard and (hits := len(specs) - outcomes.count(None)):
+            watch.announce("cached", {"cache": "hit", "model": model.string, "runs": hits})
         misses = [i for i, o in enumerate(outcomes) if o is None]
         if not misses:
             return [o for o in outcomes if o is not None]

@@ -102,6 +102,9 @@ async def judge_windows(
         if watch.listener is not None:  # one event per window judged; the fit (the consensus) comes at the end
             for done, record in enumerate(records[first:], first + 1):
                 watch.emit("run", window_event(record, done, ranking.budget, ranking.steps))
+        if watch.heard:
+            round_ = {"model": model.string, "step": ranking.steps, "windows": len(windows)}
+            watch.announce("round", round_ | {"windows_judged": len(records), "calls_budgeted": ranking.budget})
     fit = ranking.fit()
     ok = len(records) - ranking.failed
     cut = ranking.stopped == "deadline"

@@ -1,7 +1,8 @@
 """``"stream": true``: a judgment as server-sent events (docs/streaming.md).
 
 One ``run`` event (``pass`` for pairwise) per finished run, from the cache or the backend, carrying the consensus so
-far (a window's run event carries none: the fit comes with the result); then one ``result`` event whose data is
+far (a window's run event carries none: the fit comes with the result); a ``round`` event as each round of windows
+ends and a ``juror`` event as each juror of a jury delivers (or not); then one ``result`` event whose data is
 exactly the ordinary response body; or one ``error`` event whose data is the ordinary error body plus its
 ``status``. Until the first event is ready nothing is sent: a judgment refused or failed before then (a quota,
 admission control, a failed backend) is the ordinary error response with its real status and Retry-After. A client
@@ -14,6 +15,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 import orjson
@@ -36,7 +38,7 @@ async def stream(
 
     async def judge() -> dict[str, Any]:
         try:
-            return await judgment(replace(watch, listener=queue.put_nowait))
+            return await judgment(replace(watch, listener=partial(_streamed, queue)))
         finally:
             queue.put_nowait(_DONE)
 
@@ -50,6 +52,16 @@ async def stream(
     if first is _DONE and not task.cancelled() and task.exception() is not None:
         raise task.exception()  # type: ignore[misc]  # the ordinary error answer: nothing has been sent yet
     return EventSourceResponse(_events(task, queue, first, request_id), ping=15, send_timeout=30)
+
+
+def _streamed(queue: asyncio.Queue[RunEvent | object], event: RunEvent) -> None:
+    """The events a stream sends: all but ``cached`` (its runs' events say it) and ``stopped`` (the ``result`` or
+    ``error`` event that follows says how the judgment ended)."""
+    if event.kind not in _UNSENT:
+        queue.put_nowait(event)
+
+
+_UNSENT = frozenset({"cached", "stopped"})
 
 
 async def _events(

@@ -4,7 +4,7 @@ Models are named by their ``provider:model`` string."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from pcfjudge.types import Usage
@@ -25,6 +25,10 @@ class Observer(Protocol):
         """The Redis circuit breaker moved to ``state`` ("closed" | "open" | "half_open")."""
         ...
 
+    def judgment_event(self, kind: str, data: dict[str, Any]) -> None:
+        """A judgment's light event (``engine.progress.LIGHT``: cached, round, juror, stopped), as it happens."""
+        ...
+
 
 class _Noop:
     def backend_call(self, model: str, outcome: str, seconds: float, usage: Usage | None) -> None:
@@ -40,6 +44,9 @@ class _Noop:
         return None
 
     def cache_breaker(self, state: str) -> None:
+        return None
+
+    def judgment_event(self, kind: str, data: dict[str, Any]) -> None:
         return None
 
 

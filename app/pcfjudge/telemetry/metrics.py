@@ -144,6 +144,10 @@ WINDOWED = Counter(
     "Judgments past one window (rounds of windows), by why their rounds stopped (rounds, certified, budget, failed)",
     ["stopped"],
 )
+ROUNDS = Counter(
+    "pcfjudge_window_rounds_total",
+    "Rounds of windows finished (judgments past one window), as each round ends: a long judgment's progress",
+)
 WINDOWS_JUDGED = Histogram(
     "pcfjudge_windows_per_judgment",
     "Windows (backend calls or cache hits) one judgment past one window took",
@@ -258,6 +262,19 @@ class Metrics:
 
     def cache_breaker(self, state: str) -> None:
         BREAKER.set(_BREAKER_VALUES.get(state, 1.0))
+
+    def judgment_event(self, kind: str, data: dict[str, Any]) -> None:
+        """The metrics a judgment's events move as it runs (``Judge.run`` reports them): a round of windows
+        finished; how a judgment stopped (listwise early stops; past one window, why its rounds ended)."""
+        if kind == "round":
+            ROUNDS.inc()
+        elif kind == "stopped":
+            reason = str(data.get("reason"))
+            if "windows_judged" in data:
+                child(WINDOWED, reason).inc()
+                WINDOWS_JUDGED.observe(data["windows_judged"])
+            elif data.get("judgment") == "listwise" and reason not in ("planned", "failed"):
+                child(STOPS, reason).inc()
 
     # Route-level recording
     def cost(self, model: str, usd: float | None, door: Door) -> None:

@@ -16,9 +16,11 @@ as W3C ``traceparent``/``tracestate`` only: a caller's ``baggage`` is never pass
 Spans (docs/operations/tracing.md lists every attribute):
   request    SERVER   ``POST /judge/listwise``: continues the caller's ``traceparent``; its trace id goes back in
                       the ``X-Trace-Id`` header and into the access log line (``trace_id``)
-  judgment   INTERNAL ``judge listwise`` / ``judge pairwise`` (``engine/judgment_spans.py``); the runs a cache
-                      lookup answered are an event on it (``cache hit``, with their number), and a run that
-                      joined a call another request made is one too (``shared call``)
+  judgment   INTERNAL ``judge listwise`` / ``judge pairwise`` (``engine/judgment_spans.py``); its events are the
+                      judgment's own (``engine.progress``): the runs a cache lookup answered (``cache hit``,
+                      with their number), a round of windows or a juror finished (``round finished``,
+                      ``juror finished``); a run that joined a call another request made is one too
+                      (``shared call``)
   call       CLIENT   ``chat {model}``: one backend call, its retries included (GenAI semantic conventions)
 """
 
@@ -227,13 +229,9 @@ def failed(span: Span, kind: str) -> None:
     span.set_attribute("error.type", kind)
 
 
-def cache_hits(model: str, hits: int) -> None:
-    """Runs the cache answered at one lookup (a wave of a judgment): one ``cache hit`` event on the current
-    (judgment) span, with their number (not their keys: a list attribute costs as much as a span)."""
-    if _TRACER is None or not hits:
-        return
-    event: Attributes = {"pcfjudge.cache": "hit", "pcfjudge.model": model, "pcfjudge.runs": hits}
-    trace.get_current_span().add_event("cache hit", event)
+def event(span: Span, name: str, attributes: Attributes) -> None:
+    """An event on ``span`` (a judgment's: ``engine.judgment_spans`` makes them from the judgment's own events)."""
+    span.add_event(name, attributes)
 
 
 def shared(model: str, by: str) -> None:

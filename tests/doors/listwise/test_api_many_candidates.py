@@ -19,6 +19,7 @@ from pcfjudge.engine.runner import CallOutcome, CallRunner, CallSpec
 from pcfjudge.errors import Refusal
 from pcfjudge.settings import Settings
 from pcfjudge.types import CacheMode
+from prometheus_client import REGISTRY
 
 from tests.support.inprocess import app_with_services
 
@@ -69,13 +70,26 @@ async def test_forty_candidates_are_all_ranked_and_scored_on_one_scale() -> None
     assert {c["id"]: c["appearances"] for c in data["candidates"]} == shown
 
 
-async def test_windowed_judgments_are_counted_by_how_they_stopped() -> None:
+async def test_windowed_judgments_are_counted_by_how_they_stopped_and_each_round_as_it_ends() -> None:
+    """The metrics hear the judgment's own events (``Judge.run``): a ``round`` as each round of windows ends, and
+    its ``stopped`` event (why its rounds ended, the windows it took)."""
+
+    def value(name: str, **labels: str) -> float:
+        return REGISTRY.get_sample_value(name, labels) or 0.0
+
+    stopped_before = {s: value("pcfjudge_windowed_judgments_total", stopped=s) for s in ("rounds", "certified", "budget", "deadline", "failed")}
+    rounds_before = value("pcfjudge_window_rounds_total")
+    windows_before = value("pcfjudge_windows_per_judgment_sum")
     async with app_with_services() as (client, _):
         data = (await client.post("/judge/listwise", json={**BODY, "include_runs": False})).json()
         metrics = (await client.get("/metrics")).text
-    stopped = data["diagnostics"]["windows"]["stopped"]
-    assert f'pcfjudge_windowed_judgments_total{{stopped="{stopped}"}}' in metrics
-    assert "pcfjudge_windows_per_judgment_bucket" in metrics
+    windows = data["diagnostics"]["windows"]
+    assert f'pcfjudge_windowed_judgments_total{{stopped="{windows["stopped"]}"}}' in metrics
+    assert (
+        value("pcfjudge_windowed_judgments_total", stopped=windows["stopped"]) == stopped_before[windows["stopped"]] + 1
+    )
+    assert value("pcfjudge_window_rounds_total") == rounds_before + windows["steps"]
+    assert value("pcfjudge_windows_per_judgment_sum") == windows_before + windows["windows_judged"]
 
 
 async def test_the_same_request_again_is_the_same_answer_from_the_cache() -> None:
@@ -174,13 +188,17 @@ async def test_cancelling_the_request_cancels_every_window_in_flight() -> None:
     assert counting.cancelled == counting.calls == 6  # the two first rounds of 3 windows, all in flight
 
 
-async def test_a_stream_of_forty_candidates_sends_an_event_per_window_then_the_result() -> None:
+async def test_a_stream_of_forty_candidates_sends_an_event_per_window_and_round_then_the_result() -> None:
     body = {"question": "Which is best?", "candidates": [f"answer {i}" for i in range(40)], "stream": True}
     async with app_with_services() as (client, _), client.stream("POST", "/judge/listwise", json=body) as reply:
         text = "".join([chunk async for chunk in reply.aiter_text()])
     events = [line.partition(":")[2].strip() for line in text.splitlines() if line.startswith("event:")]
+    data = [json.loads(line[5:]) for line in text.splitlines() if line.startswith("data:")]
     assert reply.status_code == 200 and events[-1] == "result"
-    runs = events[:-1]
-    result = json.loads(text.rsplit("data:", 1)[1].strip())
-    windows = result["diagnostics"]["windows"]
-    assert runs == ["run"] * windows["windows_judged"] and len(runs) >= 2 * -(-40 // 16)  # every window, two rounds
+    windows = data[-1]["diagnostics"]["windows"]
+    assert events.count("run") == windows["windows_judged"] and events.count("run") >= 2 * -(-40 // 16)  # two rounds
+    rounds = [d for e, d in zip(events, data, strict=True) if e == "round"]
+    assert [r["step"] for r in rounds] == list(range(1, windows["steps"] + 1))  # one round event as each round ends
+    assert rounds[-1]["windows_judged"] == windows["windows_judged"] and events[-2] == "round"
+    first = events.index("round")
+    assert events[:first] == ["run"] * rounds[0]["windows"]  # a round's event follows its windows' run events
