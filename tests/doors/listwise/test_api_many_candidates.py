@@ -77,7 +77,10 @@ async def test_windowed_judgments_are_counted_by_how_they_stopped_and_each_round
     def value(name: str, **labels: str) -> float:
         return REGISTRY.get_sample_value(name, labels) or 0.0
 
-    stopped_before = {s: value("pcfjudge_windowed_judgments_total", stopped=s) for s in ("rounds", "certified", "budget", "deadline", "failed")}
+    stopped_before = {
+        s: value("pcfjudge_windowed_judgments_total", stopped=s)
+        for s in ("rounds", "certified", "budget", "deadline", "failed")
+    }
     rounds_before = value("pcfjudge_window_rounds_total")
     windows_before = value("pcfjudge_windows_per_judgment_sum")
     async with app_with_services() as (client, _):
