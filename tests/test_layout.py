@@ -468,7 +468,7 @@ def test_app_is_only_a_source_root() -> None:
 # ── one shape for every front door: its contract, a thin route, its door logic below the HTTP layer ─────────────
 
 API = PACKAGE / "api"
-DOORS = ("listwise", "pairwise", "rerank", "reward")  # each one folder: pcfjudge/doors/<door>/
+DOORS = ("listwise", "pairwise", "rerank", "reward", "chat")  # each one folder: pcfjudge/doors/<door>/
 ROUTE_LINES = 150  # a thin route: parse, build the plan, run it, shape
 
 

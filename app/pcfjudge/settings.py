@@ -361,6 +361,22 @@ class CalibrationSettings(BaseModel):
     )
 
 
+class ChatSettings(BaseModel):
+    """The chat door (`POST /v1/chat/completions`, docs/chat-endpoint.md)."""
+
+    chat_unrecognised: Literal["pass", "refuse"] = Field(
+        "pass",
+        description="A chat request whose prompt holds no comparison the door recognises: pass it to the judge as one "
+        "call (header X-PCFJudge-Template: none) or refuse it (422).",
+    )
+    chat_orders: int = Field(
+        4,
+        ge=2,
+        le=MAX_K,
+        description="Orders a chat request's list of three or more marked candidates is judged in (a pair: both).",
+    )
+
+
 class PromptSettings(BaseModel):
     """Prompts (README "Local open-weight judges")."""
 
@@ -409,6 +425,7 @@ class Settings(
     JurySettings,
     CalibrationSettings,
     PromptSettings,
+    ChatSettings,
 ):
     """Every knob of the service, in groups (the classes above, one a section of docs/operations/settings.md) under
     the same flat ``PCFJ_*`` environment names. Tests build one directly; production reads the environment. A

@@ -17,7 +17,8 @@ SAMPLE_STRIDE = MAX_K
 LABELS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 """Displayed candidate labels by position (the prompt's A, B, …); at most 26 candidates."""
 
-CallKind = Literal["listwise", "pairwise", "keyed"]
+CallKind = Literal["listwise", "pairwise", "keyed", "chat"]
+"""``chat``: a caller's own chat messages, sent as they are (the chat door, ``POST /v1/chat/completions``)."""
 Dialect = Literal[
     "json_schema",
     "json_object_schema",

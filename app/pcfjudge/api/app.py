@@ -15,6 +15,7 @@ from pcfjudge.api.middleware.request import RequestMiddleware
 from pcfjudge.api.middleware.respond_async import RespondAsyncMiddleware
 from pcfjudge.api.middleware.shutdown import ShutdownMiddleware
 from pcfjudge.api.routes import health_routes, jobs_routes, metrics_routes, models_routes, playground_routes
+from pcfjudge.doors.chat import chat_routes
 from pcfjudge.doors.listwise import listwise_routes
 from pcfjudge.doors.pairwise import pairwise_routes
 from pcfjudge.doors.rerank import rerank_routes
@@ -68,6 +69,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(rerank_routes.router)  # /rerank (TEI shape), /v1/rerank and /v2/rerank (Cohere shape)
     app.include_router(reward_routes.router)  # /v1/reward: RL rewards, groups judged together
     app.include_router(reward_adapter_routes.router)  # /get_reward (OpenRLHF), /v1/reward/one (slime)
+    app.include_router(chat_routes.router)  # /v1/chat/completions: a framework's own judge prompt, every order
     app.include_router(jobs_routes.router)  # /v1/jobs: judgments that outlive a request (docs/api/jobs.md)
     playground_routes.install(app)
     jobs_routes.install_docs(app)  # the judging routes' 202 with Prefer: respond-async

@@ -57,7 +57,9 @@ class AnthropicBackend:
         return public_url(str(self.client.base_url))
 
     def request(self, call: JudgeCall) -> dict[str, Any]:
-        """The keyword arguments of ``messages.create`` for ``call``."""
+        """The keyword arguments of ``messages.create`` for ``call`` (a ``chat`` call: ``chat_request``)."""
+        if call.chat is not None:
+            return chat_request(call)
         kwargs: dict[str, Any] = {
             "model": call.model,
             "max_tokens": call.params.max_output_tokens,
@@ -119,6 +121,24 @@ class AnthropicBackend:
 
     async def aclose(self) -> None:
         await self.client.close()
+
+
+def chat_request(call: JudgeCall) -> dict[str, Any]:
+    """A ``chat`` call as Messages: its system messages joined as the system prompt, the rest as they are, no tool
+    (the answer is the model's text); the caller's seed and response_format have no Messages equivalent."""
+    assert call.chat is not None
+    system = "\n\n".join(text for role, text in call.chat.messages if role in ("system", "developer"))
+    turns = [
+        {"role": "assistant" if role == "assistant" else "user", "content": text}
+        for role, text in call.chat.messages
+        if role not in ("system", "developer")
+    ]
+    kwargs: dict[str, Any] = {"model": call.model, "max_tokens": call.params.max_output_tokens, "messages": turns}
+    if system:
+        kwargs["system"] = system
+    if call.params.reasoning_effort in ANTHROPIC_EFFORTS:
+        kwargs["output_config"] = {"effort": call.params.reasoning_effort}
+    return kwargs
 
 
 def _usage(message: Message) -> Usage:

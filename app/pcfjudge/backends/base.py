@@ -7,12 +7,14 @@
     ├── Truncated     (truncated)      the answer hit the output-token limit
     └── Refused       (refusal)        the model refused, or a content filter stopped it
 
-Backends turn one ``JudgeCall`` into one ``Completion`` (the answer's JSON text plus usage). They know nothing
+Backends turn one ``JudgeCall`` into one ``Completion`` (the answer's JSON text plus usage; a ``chat`` call's: the
+model's own text, its messages sent as the caller wrote them). They know nothing
 of permutations, consensus or HTTP; parsing and validation happen in the judging layer.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -20,6 +22,33 @@ from pcfjudge.types import CallKind, DecodingParams, Usage
 
 ORACLE_ABSENT = -1
 """``JudgeCall.oracle_position`` of a window that does not show the truly best candidate (sim:oracle)."""
+
+
+class VerdictFormat(Protocol):
+    """How a recognised judge prompt (``judging.templates``) wants its verdict written: what the simulated judge
+    answers a ``chat`` call in. A pair's verdict is an int (+ first shown better, 0 tie), a list's the ranks."""
+
+    @property
+    def pairwise(self) -> bool: ...
+    @property
+    def tie(self) -> bool: ...
+    @property
+    def scale(self) -> int: ...
+    @property
+    def write(self) -> Callable[[Any, tuple[str, ...]], str]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ChatPayload:
+    """A ``chat`` call's own request: the messages as the caller wrote them (in one order of its candidates), and
+    the caller's seed and ``response_format`` (JSON text), sent on as they are; no schema, no structured output.
+    ``verdicts`` and ``labels``: the recognised prompt's verdict format and labels (None: not recognised)."""
+
+    messages: tuple[tuple[str, str], ...]
+    seed: int | None = None
+    response_format: str | None = None
+    verdicts: VerdictFormat | None = field(default=None, compare=False)
+    labels: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +70,7 @@ class JudgeCall:
         None  # displayed position of the truly best candidate (sim:oracle only; -1: not shown)
     )
     reference: str | None = None  # the gold answer a reference-aware prompt grades against
+    chat: ChatPayload | None = None  # kind "chat": the messages to send instead of system + user
 
     @property
     def user(self) -> str:

@@ -82,7 +82,8 @@ class OpenAIBackend:
         return public_url(str(self.client.base_url))
 
     def request(self, call: JudgeCall, dialect: Dialect | None = None) -> dict[str, Any]:
-        """The keyword arguments of ``chat.completions.create`` for ``call`` (in the backend's current dialect)."""
+        """The keyword arguments of ``chat.completions.create`` for ``call`` (in the backend's current dialect; a
+        ``chat`` call: its own messages, seed and response_format, no structured-output dialect)."""
         p = call.params
         kwargs: dict[str, Any] = {
             "model": call.model,
@@ -91,6 +92,12 @@ class OpenAIBackend:
                 {"role": "user", "content": call.user},
             ],
         }
+        if call.chat is not None:
+            kwargs["messages"] = [{"role": role, "content": text} for role, text in call.chat.messages]
+            if call.chat.seed is not None:
+                kwargs["seed"] = call.chat.seed
+            if call.chat.response_format is not None:
+                kwargs["response_format"] = orjson.loads(call.chat.response_format)
         # OpenAI's reasoning models refuse max_tokens; Ollama and llama-cpp-python read only max_tokens, and TGI
         # refuses both at once (an alias of one another): every other engine reads max_tokens.
         kwargs["max_completion_tokens" if self.openai else "max_tokens"] = p.max_output_tokens
@@ -98,12 +105,16 @@ class OpenAIBackend:
             kwargs["reasoning_effort"] = p.reasoning_effort
         if p.temperature is not None:  # None with an effort on OpenAI (its reasoning models refuse temperature)
             kwargs["temperature"] = p.temperature
+        if call.chat is not None:
+            return kwargs
         return kwargs | format_fields(
             dialect or self.dialects.current, call.schema_name, call.schema, openai=self.openai
         )
 
     async def complete(self, call: JudgeCall) -> Completion:
         """One answer; under ``auto``, a refused structured-output dialect is replaced by the next one at once."""
+        if call.chat is not None:
+            return await self._send(self.request(call))
         while True:
             dialect = self.dialects.current
             try:

@@ -12,6 +12,12 @@ rounded to an integer and clipped to 0–100. The pieces model what the paper ob
 mostly how much of the reference the candidate states (``reference_agreement``). ``sim:oracle`` is told which displayed
 candidate is truly best (``JudgeCall.oracle_position``) and gives it a quality margin calibrated so that the
 direct (canonical, K=1) top-1 accuracy lands near ``target_accuracy`` for 4 candidates in random positions.
+
+A ``chat`` call (the chat door) is a framework's own judge prompt: the simulated judge is told its template's verdict
+format (``ChatPayload.verdicts``, from ``judging.templates``) and answers in that template's verdict format, as a judge with a strong first-position
+preference would (``CHAT_BIAS`` times the position bias, no order noise): it prefers the answer shown first unless
+the answers differ in quality by more than that (a reference it can see, or the texts' latent quality). Straight to
+it, a close pair's verdict follows the order; a prompt it does not recognise gets a plain sentence.
 """
 
 from __future__ import annotations
@@ -119,6 +125,11 @@ def oracle_gap(target: float, noise_sd: float, position_bias: float, n: int = 4)
     return (lo + hi) / 2
 
 
+CHAT_BIAS = 3.0
+"""A chat call's position bias, in multiples of ``position_bias``."""
+CHAT_UNKNOWN = "Simulated answer: this prompt compares nothing the simulated judge recognises."
+
+
 class SimJudge:
     """Deterministic judgments for listwise, pairwise and keyed calls."""
 
@@ -177,6 +188,27 @@ class SimJudge:
             out = {"resolved_answer": f"Simulated resolution of: {call.question[:80]}", **out}
         return out
 
+    def chat(self, call: JudgeCall) -> str:
+        """A chat call's answer, in its template's verdict format."""
+        template = call.chat.verdicts if call.chat is not None else None
+        if call.chat is None or template is None:
+            return CHAT_UNKNOWN
+        labels = call.chat.labels
+        scores = self.scores(call, bias_scale=CHAT_BIAS, order_scale=0.0)
+        if not template.pairwise:
+            order = sorted(range(len(scores)), key=lambda i: (-scores[i], i))
+            ranks = [0] * len(scores)
+            for place, i in enumerate(order, start=1):
+                ranks[i] = place
+            return f"Simulated ranking by quality and position. {template.write(tuple(ranks), labels)}"
+        a, b = scores
+        margin = self.params.tie_margin
+        sign = 0 if abs(a - b) < margin else 1 if a > b else -1
+        if sign == 0 and not template.tie:
+            sign = 1  # no tie to give: the first shown
+        verdict = sign * (2 if template.scale == 2 and abs(a - b) >= 6 * margin else 1)
+        return template.write(verdict, labels)
+
     def _listwise(self, call: JudgeCall) -> dict[str, Any]:
         scores = self.scores(call)
         labels = LABELS[: len(scores)]
@@ -218,7 +250,8 @@ class SimBackend:
             await asyncio.sleep(self.params.latency_ms / 1000 * (0.5 + self._failures.random()) * tail)
         if self.params.fail_rate > 0 and self._failures.random() < self.params.fail_rate:
             raise ProviderError("simulated backend failure")
-        text = json.dumps(shaped(self.judge_for(call.model).answer(call), call.schema))
+        judge = self.judge_for(call.model)
+        text = judge.chat(call) if call.kind == "chat" else json.dumps(shaped(judge.answer(call), call.schema))
         usage = Usage(input_tokens=(len(call.system) + len(call.user)) // 4, output_tokens=len(text) // 4)
         return Completion(text=text, usage=usage)
 

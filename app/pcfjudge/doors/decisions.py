@@ -10,6 +10,7 @@ import time
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING, TypeVar
 
+from pcfjudge.engine.chat_runs import ChatResult
 from pcfjudge.engine.failures import JudgingFailed
 from pcfjudge.engine.listwise_runs import ListwiseResult
 from pcfjudge.engine.pairwise_passes import PairwiseResult
@@ -92,6 +93,23 @@ def record_pairwise(result: PairwiseResult, metrics: Metrics, door: Door) -> Non
         m.KEYED.labels(f"skipped_{plan.skipped}").inc()
     if decision.override:
         m.OVERRIDES.inc()
+
+
+def record_chat(result: ChatResult, metrics: Metrics, door: Door) -> None:
+    """Cost, the orders' agreement and each order's first-shown pick of one chat decision (a pair's verdict
+    picking the first shown counts at position 0, as a pairwise pass does)."""
+    metrics.cost(result.model, result.cost_usd, door)
+    labels = (door.endpoint, door.name, door.mode)
+    m.child(m.DECISIONS, *labels, "chat" if result.decision is not None else "chat_passthrough").inc()
+    if result.degraded:
+        m.child(m.DEGRADED, *labels).inc()
+    for run in result.runs:
+        if isinstance(run.shown, int) and run.shown != 0:
+            m.child(m.TOP_PICKS, *labels, "0" if run.shown > 0 else "1").inc()
+    if result.decision is not None:
+        m.child(m.AGREEMENT, door.name, door.mode).observe(result.decision.agreement)
+        if result.decision.split:
+            m.PAIR_INCONSISTENT.inc()
 
 
 async def judged(door: Door, judgment: Awaitable[R]) -> R:

@@ -19,6 +19,7 @@ from typing import Any, Literal, Protocol, TypeVar, overload
 from pcfjudge import context
 from pcfjudge.backends.params import decoding_params
 from pcfjudge.backends.registry import Jury, ModelError, Registry, ResolvedModel
+from pcfjudge.engine.chat_runs import ChatResult, ChatTask, judge_chat
 from pcfjudge.engine.failures import JudgingFailed
 from pcfjudge.engine.listwise_runs import ListwiseResult, ListwiseTask, RunPlan, judge_listwise, plan_runs
 from pcfjudge.engine.pairwise_passes import (
@@ -158,12 +159,19 @@ class Judge:
     def plan(self, task: ListwiseTask) -> Plan[ListwiseTask]: ...
     @overload
     def plan(self, task: PairwiseTask) -> Plan[PairwiseTask]: ...
-    def plan(self, task: ListwiseTask | PairwiseTask) -> Plan[ListwiseTask] | Plan[PairwiseTask]:
+    @overload
+    def plan(self, task: ChatTask) -> Plan[ChatTask]: ...
+    def plan(
+        self, task: ListwiseTask | PairwiseTask | ChatTask
+    ) -> Plan[ListwiseTask] | Plan[PairwiseTask] | Plan[ChatTask]:
         """What judging ``task`` will do and may spend (``engine.plan``); the one place its calls are counted.
         ``ModelError`` for a bad model; ``Refusal`` when rounds of windows cannot be paid for."""
         target = self._target(task.model)
         jury = target if isinstance(target, Jury) else None
         jurors = target.jurors if isinstance(target, Jury) else (target,)
+        if isinstance(task, ChatTask):
+            task = task if target is task.model else replace(task, model=target)
+            return Plan(task, "chat", jurors, jury, len(task.orders) * len(jurors), task.texts, "messages")
         if isinstance(task, PairwiseTask):
             calls = sum(len(plan_passes(task, m.string, self.params(m))) for m in jurors)
             pair = (task.question, task.response_a, task.response_b)
@@ -205,7 +213,11 @@ class Judge:
     def checked(self, task: ListwiseTask) -> Plan[ListwiseTask]: ...
     @overload
     def checked(self, task: PairwiseTask) -> Plan[PairwiseTask]: ...
-    def checked(self, task: ListwiseTask | PairwiseTask) -> Plan[ListwiseTask] | Plan[PairwiseTask]:
+    @overload
+    def checked(self, task: ChatTask) -> Plan[ChatTask]: ...
+    def checked(
+        self, task: ListwiseTask | PairwiseTask | ChatTask
+    ) -> Plan[ListwiseTask] | Plan[PairwiseTask] | Plan[ChatTask]:
         """``plan(task)``, checked: what a front door builds at intake, whether it answers now, streams or queues a job."""
         plan = self.plan(task)
         self.check(plan)
@@ -223,9 +235,11 @@ class Judge:
     async def run(self, plan: Plan[ListwiseTask], watch: Watch = ...) -> ListwiseResult: ...
     @overload
     async def run(self, plan: Plan[PairwiseTask], watch: Watch = ...) -> PairwiseResult: ...
+    @overload
+    async def run(self, plan: Plan[ChatTask], watch: Watch = ...) -> ChatResult: ...
     async def run(
-        self, plan: Plan[ListwiseTask] | Plan[PairwiseTask], watch: Watch = PLAIN
-    ) -> ListwiseResult | PairwiseResult:
+        self, plan: Plan[ListwiseTask] | Plan[PairwiseTask] | Plan[ChatTask], watch: Watch = PLAIN
+    ) -> ListwiseResult | PairwiseResult | ChatResult:
         """The executor, for a plan from ``checked`` (a front door's, at intake; ``listwise`` and ``pairwise`` for
         an in-process caller): charge the calling key's quota for its calls, judge it as ``watch`` says (its
         deadline, its listener, the request's meter), settle the quota to the attempts made; raises
@@ -233,6 +247,9 @@ class Judge:
         task = plan.task
         timeout_s = watch.timeout_s or self.timeout_s
         watch = watch.until_at(asyncio.get_running_loop().time() + timeout_s).observed(self._heard)
+        if isinstance(task, ChatTask):
+            chat = task
+            return await self._spend(plan, watch, lambda w: self._chat(chat, plan, w))
         if isinstance(task, PairwiseTask):
             return await _traced(
                 "pairwise",
@@ -308,6 +325,10 @@ class Judge:
         )
         return pool_pairwise(plan.jury, outcomes, self.settings.jury_quorum, self.reliability)
 
+    async def _chat(self, task: ChatTask, plan: Plan[Any], watch: Watch) -> ChatResult:
+        params = [self.params(m) for m in plan.jurors]
+        return await judge_chat(task, plan.jurors, self.runner, params, watch)
+
     async def _spend(self, plan: Plan[Any], watch: Watch, judgment: Callable[[Watch], Awaitable[R]]) -> R:
         """Charge the guard for the plan's calls, judge, refund what the judgment did not spend; the result's
         ``cost_usd`` is its usage at the model's price (a jury's: each juror's usage at its own price, None when any
@@ -372,4 +393,6 @@ def _juror_usage(result: object, model: str) -> Usage:
         return sum((r.usage for r in result.runs if r.model == model), Usage())
     if isinstance(result, PairwiseResult):
         return sum((p.usage for p in result.passes if p.model == model), Usage())
+    if isinstance(result, ChatResult):
+        return sum((r.usage for r in result.runs if r.model == model), Usage())
     return Usage()

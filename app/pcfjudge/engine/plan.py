@@ -10,7 +10,8 @@ Strategies (``strategy``), each for every juror of a jury (``jurors`` holds more
   request's budget (``max_calls``);
 * ``windows``: more candidates than one prompt shows (PCFJ_MAX_CANDIDATES): rounds of windows fitted onto one
   scale; its calls are every round's budget;
-* ``pairwise``: APOCJudge's passes (both orders, and the keyed pass where it may run).
+* ``pairwise``: APOCJudge's passes (both orders, and the keyed pass where it may run);
+* ``chat``: a caller's own judge prompt in each order of its candidates (``engine.chat_runs``), by every juror.
 
 How a plan is run — by when the caller wants its answer (``AnswerBy``) and who listens to its events — is not
 part of it: the same plan runs now, streamed or as a job (``Judge.run``'s arguments).
@@ -22,11 +23,12 @@ from dataclasses import dataclass
 from typing import Generic, Literal, TypeVar
 
 from pcfjudge.backends.registry import Jury, ResolvedModel
+from pcfjudge.engine.chat_runs import ChatTask
 from pcfjudge.engine.listwise_runs import ListwiseTask, RunPlan
 from pcfjudge.engine.pairwise_passes import PairwiseTask
 
-Strategy = Literal["prompt", "windows", "pairwise"]
-T = TypeVar("T", ListwiseTask, PairwiseTask)
+Strategy = Literal["prompt", "windows", "pairwise", "chat"]
+T = TypeVar("T", ListwiseTask, PairwiseTask, ChatTask)
 
 
 @dataclass(frozen=True, slots=True)

@@ -82,6 +82,7 @@ STATUS: dict[str, int] = {
     "validation_error": 422,
     "over_limit": 422,  # a per-request cap (calls, input tokens, reward calls)
     "model_not_allowed": 422,
+    "unrecognised_prompt": 422,  # the chat door, under PCFJ_CHAT_UNRECOGNISED=refuse
     "empty": 400,
     "too_many_candidates": 413,
     "too_many_documents": 413,

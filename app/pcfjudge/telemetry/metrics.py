@@ -2,7 +2,7 @@
 
 Defined once at module level with bounded labels: route templates (never raw paths), provider, a model label taken
 from configuration (any other model is "other"), outcome. Every judgment's metrics also carry its ``door`` (listwise,
-pairwise, rerank, reward: ``DOORS``) and ``mode`` (now, stream, job: ``MODES``), named together in a ``Door``. Under ``pcfjudge serve --workers N`` the CLI prepares
+pairwise, rerank, reward, chat: ``DOORS``) and ``mode`` (now, stream, job: ``MODES``), named together in a ``Door``. Under ``pcfjudge serve --workers N`` the CLI prepares
 ``PROMETHEUS_MULTIPROC_DIR`` before any worker starts; ``render()`` then aggregates every worker's files, and each
 worker's start removes the files of workers that have died.
 """
@@ -41,9 +41,9 @@ LLM_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300)
 SHARE_BUCKETS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
 MARGIN_BUCKETS = (0.5, 1, 2, 5, 10, 20, 40, 100)
 
-DoorName = Literal["listwise", "pairwise", "rerank", "reward"]
+DoorName = Literal["listwise", "pairwise", "rerank", "reward", "chat"]
 Mode = Literal["now", "stream", "job"]
-DOORS: tuple[DoorName, ...] = ("listwise", "pairwise", "rerank", "reward")
+DOORS: tuple[DoorName, ...] = ("listwise", "pairwise", "rerank", "reward", "chat")
 MODES: tuple[Mode, ...] = ("now", "stream", "job")
 
 
@@ -114,7 +114,7 @@ JURY_AGREEMENT = Histogram(
 DECISIONS = Counter(
     "pcfjudge_decisions_total",
     "Judging decisions by endpoint, door, mode (now, stream, job) and method (consensus, direct, repeated_canonical, "
-    "apoc)",
+    "apoc, chat: a framework's own prompt in every order, chat_passthrough: one not recognised)",
     ["endpoint", *DOOR, "method"],
 )
 OVERTURNS = Counter(

@@ -1,0 +1,1 @@
+"""The chat door (POST /v1/chat/completions): its wire models, its plan builder, its response and its route."""

@@ -1,0 +1,132 @@
+"""HTTP models of ``POST /v1/chat/completions``: OpenAI's Chat Completions wire (the fields a judge call uses; others
+an SDK or framework sends are ignored), plus the ``pcfjudge`` field of the answer (every order's verdict)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from pcfjudge.schemas.common import MODEL_OR_JURY, UsageOut
+
+Role = Literal["system", "developer", "user", "assistant"]
+
+
+class Lenient(BaseModel):
+    """OpenAI's wire carries many fields a judge call does not use (``top_p``, ``user``, ``metadata``, …): they are
+    accepted and ignored, so a framework's request is taken unchanged."""
+
+    model_config = ConfigDict(extra="ignore")
+
+
+class TextPart(Lenient):
+    type: Literal["text"]
+    text: str
+
+
+class ChatMessage(Lenient):
+    role: Role
+    content: str | list[TextPart] | None = None
+    name: str | None = None
+
+    @property
+    def text(self) -> str:
+        if isinstance(self.content, list):
+            return "".join(part.text for part in self.content)
+        return self.content or ""
+
+
+class StreamOptions(Lenient):
+    include_usage: bool = False
+
+
+class ChatRequest(Lenient):
+    model: str | list[str] | None = Field(default=None, description=MODEL_OR_JURY)
+    messages: list[ChatMessage] = Field(min_length=1, description="The framework's judge prompt, unchanged.")
+    temperature: float | None = Field(
+        default=None, ge=0, le=2, description="Sent to the judge (default: the server's)."
+    )
+    max_tokens: int | None = Field(default=None, ge=1, description="The judge's output cap (default: the server's).")
+    max_completion_tokens: int | None = Field(default=None, ge=1, description="max_tokens under its newer name.")
+    seed: int | None = Field(default=None, description="Sent to the judge; part of the cache key.")
+    n: int = Field(default=1, ge=1, description="Choices: 1 (the consensus is one answer).")
+    stream: bool = Field(
+        default=False, description="Answer in chat.completion.chunk events once the consensus is formed."
+    )
+    stream_options: StreamOptions | None = None
+    response_format: dict[str, Any] | None = Field(default=None, description="Sent to the judge as it is.")
+    logprobs: bool | None = Field(
+        default=None, description="AlpacaEval's m/M prompt: log-probabilities of m and M from the orders' agreement."
+    )
+    top_logprobs: int | None = Field(default=None, ge=0, le=20)
+
+
+class OrderOut(BaseModel):
+    order: list[str] = Field(description="The caller's labels in the order this call showed them.")
+    model: str
+    verdict: str | None = Field(description="This order's verdict in the caller's labels (e.g. A>B); null: failed.")
+    shown: str | None = Field(description="The verdict as the judge gave it, in the labels it saw.")
+    cached: bool
+    latency_ms: float
+    error: str | None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_tokens: int = 0
+
+
+class ChatJudgment(BaseModel):
+    template: str | None = Field(description="The recognised template (null: passed through as one call).")
+    framework: str | None
+    source: str | None = Field(description="Where the template's prompt and parser come from.")
+    verdict: str | None = Field(description="The consensus in the caller's labels (e.g. A>B, A=B, B>A=C).")
+    agreement: float | None = Field(description="Share of orders whose verdict has the consensus's direction.")
+    split: bool = Field(description="The orders disagreed (the verdict followed the position).")
+    coin: bool = Field(description="A split the template has no tie for, settled by an order-free coin.")
+    reply: Literal["judge", "template"] | None = Field(
+        description="judge: the content is the judge's own answer, relabelled; template: the template's wording."
+    )
+    orders: list[OrderOut]
+    usage: UsageOut
+    degraded: bool = Field(description="An order failed: the verdict is the others'.")
+
+
+class AssistantMessage(BaseModel):
+    role: Literal["assistant"] = "assistant"
+    content: str
+
+
+class TopLogprob(BaseModel):
+    token: str
+    logprob: float
+    bytes: list[int]
+
+
+class TokenLogprob(TopLogprob):
+    top_logprobs: list[TopLogprob]
+
+
+class ChoiceLogprobs(BaseModel):
+    content: list[TokenLogprob]
+
+
+class Choice(BaseModel):
+    index: int = 0
+    message: AssistantMessage
+    finish_reason: Literal["stop"] = "stop"
+    logprobs: ChoiceLogprobs | None = None
+
+
+class CompletionUsage(BaseModel):
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
+
+
+class ChatCompletion(BaseModel):
+    id: str
+    object: Literal["chat.completion"] = "chat.completion"
+    created: int
+    model: str
+    choices: list[Choice]
+    usage: CompletionUsage = Field(description="Every call's tokens together (cache hits spend none).")
+    pcfjudge: ChatJudgment

@@ -1,0 +1,52 @@
+"""Prometheus-eval's relative grading prompt (``RELATIVE_PROMPT`` and ``RELATIVE_PROMPT_WO_REF``, system prompt
+``REL_SYSTEM_PROMPT``): prometheus-eval/prometheus-eval, ``libs/prometheus-eval/prometheus_eval/prompts.py``
+(https://github.com/prometheus-eval/prometheus-eval, Apache-2.0); RewardBench's copy (``rewardbench/generative.py``
+``RELATIVE_PROMPT``) has the same slots.
+
+Parser: ``prometheus_eval/parser.py`` ``_parse_output_relative`` (the pattern below is its ``explicit_pattern``);
+RewardBench's ``process_judgement`` reads the answer's last character instead. No tie.
+"""
+
+from __future__ import annotations
+
+import re
+
+from pcfjudge.judging.templates.template_base import Template, Verdict
+
+EXPLICIT = re.compile(
+    r"(?:\[RESULT\]|\[RESULT:\s*|\[Response\s+|\[Result\](?:\s+Response)?|\[Result:\s*|(?:^|\n)Result:?\s*)"
+    r"\s*(A|B)(?:\])?(?:\s*$)",
+    re.I | re.M,
+)
+SLOTS = re.compile(
+    r"###Instruction:\n(?P<q>.*?)\n\n###Response A:\n(?P<a>.*?)\n\n###Response B:\n(?P<b>.*?)\n\n"
+    r"###(?:Reference Answer:\n(?P<ref>.*?)\n\n###)?Score Rubric",
+    re.S,
+)
+
+
+def read_prometheus(answer: str, labels: tuple[str, ...] = ()) -> Verdict | None:
+    match = EXPLICIT.search(answer)
+    if match is None:
+        return None
+    return 1 if match.group(1).upper() == "A" else -1
+
+
+def write_prometheus(verdict: Verdict, labels: tuple[str, ...] = ()) -> str:
+    better = "A" if isinstance(verdict, int) and verdict > 0 else "B"
+    return f"Feedback: Response {better} meets the rubric better. [RESULT] {better}"
+
+
+PROMETHEUS_RELATIVE = Template(
+    name="prometheus-relative",
+    framework="Prometheus-eval (relative grading)",
+    source="https://github.com/prometheus-eval/prometheus-eval/blob/main/libs/prometheus-eval/prometheus_eval/prompts.py",
+    licence="Apache-2.0",
+    needles=("###Response A:", "###Response B:", "[RESULT]"),
+    slots=SLOTS,
+    labels=("A", "B"),
+    read=read_prometheus,
+    write=write_prometheus,
+    mention=re.compile(r"\[RESULT\]\s*[AB]\b|Response [AB]\b", re.I),
+    tie=False,
+)
