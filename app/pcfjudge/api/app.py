@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -27,8 +28,24 @@ from pcfjudge.services import Services
 from pcfjudge.settings import Settings
 from pcfjudge.telemetry import metrics, tracing
 
+GC_THRESHOLDS = (50_000, 20, 100)
+"""The collector's thresholds in a served process (Python's defaults: 700, 10, 10): a young collection per 50,000
+new objects instead of 700, a full one after 100 middle ones instead of 10. Under four 1,000-candidate requests the
+defaults made full collections of 85–130 ms on the event loop; these made none (docs/performance.md)."""
 
-def create_app(settings: Settings | None = None) -> FastAPI:
+
+def serve_app() -> FastAPI:
+    """The app ``pcfjudge serve`` runs (uvicorn's factory): ``create_app`` on the environment's settings, its
+    start-up objects frozen out of the garbage collector's full passes (``freeze_gc``)."""
+    return create_app(freeze_gc=True)
+
+
+def create_app(settings: Settings | None = None, *, freeze_gc: bool = False) -> FastAPI:
+    """The app on ``settings`` (the environment's when None). ``freeze_gc``: once started, move every object made
+    so far (modules, routes, schemas, clients: hundreds of thousands) into the collector's permanent generation
+    (``gc.freeze``), so a full collection scans only what requests made, and collect less often (``GC_THRESHOLDS``):
+    the event loop's longest pauses under large requests were the collector's (docs/performance.md). For a process
+    that serves one app; tests that make many apps in one process leave it off."""
     settings = settings or Settings()
 
     @asynccontextmanager
@@ -42,6 +59,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         try:
             await services.start()  # calibration records: loaded now, reloaded in the background
             await jobs.start()
+            if freeze_gc:
+                gc.collect()
+                gc.freeze()
+                gc.set_threshold(*GC_THRESHOLDS)
             yield
         finally:
             await jobs.aclose()  # running jobs go back to the queue, for another replica to resume

@@ -66,7 +66,7 @@ def serve(args: argparse.Namespace) -> int:
     log_startup(settings)  # authentication off, a simulated judge: said once, in the log's own format
     signal.signal(signal.SIGTERM, _drained)
     uvicorn.run(
-        "pcfjudge.api.app:create_app",
+        "pcfjudge.api.app:serve_app",
         factory=True,
         host=args.host,
         port=args.port,

@@ -12,10 +12,15 @@ calls), the other statistics (mean score, Borda share, top vote, uncertainty, fl
 the windows it was judged in, and ``windows`` reports the design, the standard errors and why it stopped. It fails
 (``JudgingFailed``, 502/503/504) when fewer than a strict majority of the calls succeed or when some candidate could
 not be put on the common scale: never a made-up score.
+
+A round of a large judgment is a few milliseconds of CPU per hundred windows (planning them, reading their answers):
+the loop hands the event loop back every ``YIELD_EVERY`` windows, so other requests (and ``/healthz``) are served
+in between (docs/performance.md).
 """
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import replace
 
 from pcfjudge.backends.registry import ResolvedModel
@@ -23,7 +28,7 @@ from pcfjudge.engine.anytime_runs import needed_ok, run_fields
 from pcfjudge.engine.failures import JudgingFailed, failure_summary, judging_failed
 from pcfjudge.engine.listwise_runs import ListwiseResult, ListwiseTask, call_specs, fill_record, plan_runs
 from pcfjudge.engine.progress import DEADLINE_KIND, Watch
-from pcfjudge.engine.runner import CallOutcome, CallRunner
+from pcfjudge.engine.runner import CallOutcome, CallRunner, CallSpec
 from pcfjudge.judging import consensus as cons
 from pcfjudge.judging.prompts import listwise_version
 from pcfjudge.judging.run_records import RunRecord
@@ -31,6 +36,7 @@ from pcfjudge.judging.window_rounds import WindowRanking, WindowReport, WindowSp
 from pcfjudge.judging.windows import Window
 from pcfjudge.types import LABELS, DecodingParams, Usage
 
+YIELD_EVERY = 32  # windows planned or read between two returns to the event loop
 _STATS = 6  # score, borda, top_vote, uncertainty, major_error, hallucinated_specificity (``run_values``[1:])
 
 
@@ -78,11 +84,12 @@ async def judge_windows(
     sums = [[0.0] * _STATS for _ in range(n)]
     where = {cid: c for c, cid in enumerate(task.ids)}
     while windows := ranking.next_windows():
-        tasks = [window_task(task, w) for w in windows]
-        specs = [call_specs(t, plan_runs(t, model.string, params), model, params)[0] for t in tasks]
+        tasks, specs = await _round_calls(task, windows, model, params)
         made = await runner.run(specs, model, watch=watch, cache_mode=task.cache_mode)
         first = len(records)
-        for w, sub, outcome in zip(windows, tasks, made, strict=True):
+        for i, (w, sub, outcome) in enumerate(zip(windows, tasks, made, strict=True), 1):
+            if i % YIELD_EVERY == 0:
+                await asyncio.sleep(0)
             if outcome.error == DEADLINE_KIND:
                 ranking.cut()
                 continue
@@ -90,15 +97,7 @@ async def judge_windows(
             fill_record(record, outcome, LABELS[: len(w)], sub.ids)
             records.append(record)
             outcomes.append(outcome)
-            if record.result is None:
-                ranking.record(w, None)
-                continue
-            values = run_values(record.result, task.weights)
-            ranking.record(w, {where[cid]: v[0] for cid, v in values.items()})
-            for cid, v in values.items():
-                acc = sums[where[cid]]
-                for i in range(_STATS):
-                    acc[i] += v[i + 1]
+            _add(ranking, w, record, task.weights, where, sums)
         if watch.listener is not None:  # one event per window judged; the fit (the consensus) comes at the end
             for done, record in enumerate(records[first:], first + 1):
                 watch.emit("run", window_event(record, done, ranking.budget, ranking.steps))
@@ -106,6 +105,7 @@ async def judge_windows(
             round_ = {"model": model.string, "step": ranking.steps, "windows": len(windows)}
             watch.announce("round", round_ | {"windows_judged": len(records), "calls_budgeted": ranking.budget})
     fit = ranking.fit()
+    await asyncio.sleep(0)  # the fit, then the result and its response: two turns of the event loop, not one
     ok = len(records) - ranking.failed
     cut = ranking.stopped == "deadline"
     needed = needed_ok(len(records), quorum, [cut] if cut else [], ranking.calls, min_runs)
@@ -154,6 +154,39 @@ async def judge_windows(
         stopped="deadline" if cut else None,
         runs_planned=ranking.calls,
     )
+
+
+async def _round_calls(
+    task: ListwiseTask, windows: list[Window], model: ResolvedModel, params: DecodingParams
+) -> tuple[list[ListwiseTask], list[CallSpec]]:
+    """A round's windows as one-run tasks and their calls, the event loop handed back every ``YIELD_EVERY``."""
+    tasks, specs = [], []
+    for i, w in enumerate(windows, 1):
+        tasks.append(sub := window_task(task, w))
+        specs.append(call_specs(sub, plan_runs(sub, model.string, params), model, params)[0])
+        if i % YIELD_EVERY == 0:
+            await asyncio.sleep(0)
+    return tasks, specs
+
+
+def _add(
+    ranking: WindowRanking,
+    window: Window,
+    record: RunRecord,
+    weights: cons.Weights,
+    where: dict[str, int],
+    sums: list[list[float]],
+) -> None:
+    """A judged window into the ranking (its Eq. 5 scores) and each candidate's running sums of the other stats."""
+    if record.result is None:
+        ranking.record(window, None)
+        return
+    values = run_values(record.result, weights)
+    ranking.record(window, {where[cid]: v[0] for cid, v in values.items()})
+    for cid, v in values.items():
+        acc = sums[where[cid]]
+        for j in range(_STATS):
+            acc[j] += v[j + 1]
 
 
 def window_event(record: RunRecord, done: int, budget: int, step: int) -> dict[str, object]:

@@ -358,6 +358,31 @@ def _add_tracing(kinds: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     tracing.set_defaults(func=_tracing)
 
 
+def _loop(args: argparse.Namespace) -> int:
+    from pcfjudge_lab.bench.loop_bench import LoopBench, format_report, run
+
+    bench = LoopBench(args.documents, args.concurrent, args.latency_ms, args.probe_ms, args.alone_probes)
+    print(format_report(bench, run(bench)))
+    return 0
+
+
+def _add_loop(kinds: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    loop = kinds.add_parser(
+        "loop",
+        help="is the service responsive under large judgments: /healthz alone and during 1,000-document reranks",
+        description="Through pcfjudge serve and the fake provider: /healthz latency (p50, p99, max) alone and while "
+        "several cold 1,000-document reranks run at once, the server CPU one such rerank costs, and where it goes "
+        "(one rerank in process under cProfile, its own time by stage).",
+    )
+    arg = loop.add_argument
+    arg("--documents", type=int, default=1000, help="documents per rerank (default 1000)")
+    arg("--concurrent", type=int, default=4, help="reranks at once (default 4)")
+    arg("--latency-ms", type=float, default=300.0, help="the fake provider's latency per call (default 300)")
+    arg("--probe-ms", type=float, default=20.0, help="time between two /healthz probes (default 20)")
+    arg("--alone-probes", type=int, default=150, help="/healthz probes with nothing else running (default 150)")
+    loop.set_defaults(func=_loop)
+
+
 def _add_http(kinds: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     http = kinds.add_parser(
         "http",
@@ -419,3 +444,4 @@ def add_bench_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser])
     _add_jury(kinds)
     _add_deadline(kinds)
     _add_tracing(kinds)
+    _add_loop(kinds)

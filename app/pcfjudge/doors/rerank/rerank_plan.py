@@ -16,6 +16,7 @@ its Borda share and top vote, which are 100% with nobody to compare against, so 
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 
 from pcfjudge.backends.registry import KNOWN_PROVIDERS, Jury, ResolvedModel
@@ -175,6 +176,8 @@ async def rerank(
     metrics under ``door``)."""
     result = await judged(door, judge.run(plan, watch))
     record_listwise(result, metrics, door)
+    if result.windows is not None:  # hundreds of documents: the event loop's turn before their response is shaped
+        await asyncio.sleep(0)
     detail = to_response(result, request_id, include_runs)
     if len(plan.task.ids) == 1:  # pointwise, as a reward group of one: the judge's own score, clipped to 0–100
         only = detail.candidates[0]

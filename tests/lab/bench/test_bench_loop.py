@@ -1,0 +1,48 @@
+"""``pcfjudge bench loop`` runs end to end against ``pcfjudge serve`` and the fake provider and reports consistent
+figures (counts and shares asserted, never timings); a served app freezes its start-up objects out of the
+collector's passes."""
+
+from __future__ import annotations
+
+import gc
+
+import pytest
+from asgi_lifespan import LifespanManager
+from pcfjudge.api.app import GC_THRESHOLDS, create_app
+from pcfjudge.cli.main import main
+from pcfjudge_lab.bench.loop_bench import LoopBench, format_report, run, stage_of
+
+@pytest.mark.slow
+def test_the_loop_bench_probes_healthz_alone_and_under_reranks_and_says_where_the_cpu_goes() -> None:
+    bench = LoopBench(documents=40, concurrent=2, latency_ms=20, probe_ms=5, alone_probes=10)
+    measured = run(bench)
+    assert len(measured.alone_ms) == 10 and measured.loaded_ms and len(measured.rerank_s) == 2
+    assert measured.cpu_per_rerank_s > 0 and measured.profiled_s > 0
+    assert sum(measured.stages.values()) == pytest.approx(1.0)
+    report = format_report(bench, measured)
+    assert "/healthz alone" in report and "during 2 reranks of 40" in report and "server CPU per rerank" in report
+
+
+def test_the_loop_bench_command_is_registered(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["bench", "loop", "--help"])
+    assert exited.value.code == 0 and "--documents" in capsys.readouterr().out
+
+
+def test_code_is_grouped_by_stage() -> None:
+    assert stage_of("/x/app/pcfjudge/judging/window_fit.py") == "fitting the scale"
+    assert stage_of("/x/site-packages/aiohttp/client.py") == "provider client"
+    assert stage_of("/x/app/pcfjudge/doors/rerank/rerank_routes.py") == "shaping the response"
+    assert stage_of("/usr/lib/python3.11/asyncio/events.py") == "event loop"
+
+
+async def test_a_served_app_freezes_its_start_up_objects_and_collects_less_often() -> None:
+    before = gc.get_threshold()
+    try:
+        async with LifespanManager(create_app(freeze_gc=True)):
+            assert gc.get_freeze_count() > 10_000 and gc.get_threshold() == GC_THRESHOLDS
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*before)
+    async with LifespanManager(create_app()):  # tests' apps (many in one process) leave the collector as it is
+        assert gc.get_freeze_count() == 0 and gc.get_threshold() == before
