@@ -13,10 +13,15 @@ of permutations, consensus or HTTP; parsing and validation happen in the judging
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from pcfjudge.types import CallKind, DecodingParams, Usage
+
+CALL_DEADLINE: ContextVar[float | None] = ContextVar("pcfj_call_deadline", default=None)
+"""The loop-clock instant the current backend call must be done by (set by the runner around each attempt): a
+backend that may wait before it calls (a fleet waiting for rate budget) waits no longer, or refuses at once."""
 
 ORACLE_ABSENT = -1
 """``JudgeCall.oracle_position`` of a window that does not show the truly best candidate (sim:oracle)."""

@@ -28,7 +28,7 @@ from dataclasses import dataclass, replace
 from functools import partial
 from typing import Protocol
 
-from pcfjudge.backends.base import BackendError, BackendTimeout, Completion, Refused, Truncated
+from pcfjudge.backends.base import CALL_DEADLINE, BackendError, BackendTimeout, Completion, Refused, Truncated
 from pcfjudge.backends.registry import ResolvedModel
 from pcfjudge.backends.slots import Saturated, Shed
 from pcfjudge.cache.flight import SharedFlight
@@ -317,6 +317,7 @@ async def _attempt(spec: CallSpec, model: ResolvedModel, by: Attempts, remaining
             refused = by.meter.try_call() if by.meter is not None else None  # every attempt counted; none past it
             if refused is not None:
                 raise OverLimit(f"the request's backend calls ({refused}) are spent; no retry left")
+            CALL_DEADLINE.set(by.until)  # the call task's own context: a fleet waits for rate budget no longer
             return await model.backend.complete(spec.call)
 
 
