@@ -50,7 +50,8 @@ class Services:
     def build(cls, settings: Settings) -> Services:
         metrics = Metrics(known_models(settings))
         cache = build_cache(settings, metrics)  # in-process LRU; memory in front of Redis with PCFJ_REDIS_URL
-        registry = Registry(settings)
+        shared = redis_layer(cache)
+        registry = Registry(settings, shared=shared)  # fleets' rate budgets: in Redis with the cache, for every replica
         runner = Runner(
             cache,
             max_retries=settings.max_retries,
@@ -59,7 +60,6 @@ class Services:
             observer=metrics,
         )
         # Quotas live where the cache does: in Redis shared by the replicas (memory while it is down), else in memory.
-        shared = redis_layer(cache)
         limiter: Limiter = RedisLimiter(shared) if shared is not None else MemoryLimiter()
         guard = Guard(settings, settings.model_allowlist(), limiter)
         book = Book()

@@ -320,6 +320,23 @@ class ProviderSettings(BaseModel):
     )
 
 
+class FleetSettings(BaseModel):
+    """Judge fleets (docs/operations/fleets.md)."""
+
+    models_file: Path | None = Field(
+        default=None,
+        description="A LiteLLM model_list (YAML or JSON): every model_name is a judge fleet, model string "
+        "fleet:<model_name>, its entries the endpoints serving it (api_base, api_key or os.environ/NAME, rpm, tpm, "
+        "max_parallel_requests: shared by every replica with PCFJ_REDIS_URL).",
+    )
+    fleet_allowed_fails: int = Field(
+        3, ge=1, description="Consecutive failures (connection, 5xx, 429, timeout) that cool a fleet endpoint down."
+    )
+    fleet_cooldown_s: float = Field(
+        30.0, gt=0, description="How long a cooled-down fleet endpoint is left alone before one call probes it."
+    )
+
+
 class JurySettings(BaseModel):
     """Juries (docs/juries.md)."""
 
@@ -422,6 +439,7 @@ class Settings(
     MetricsSettings,
     SimSettings,
     ProviderSettings,
+    FleetSettings,
     JurySettings,
     CalibrationSettings,
     PromptSettings,
@@ -480,6 +498,7 @@ class Settings(
             f"anthropic:{self.anthropic_default_model}",
             "sim:*",
             *(f"{name}:*" for name in self.engines),
+            *(["fleet:*"] if self.models_file is not None else []),
         ]
         return list(dict.fromkeys(defaults))
 

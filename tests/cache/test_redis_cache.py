@@ -42,7 +42,7 @@ class Counting:
         self.fail = fail
         self.sim = SimBackend(SimParams())
 
-    async def complete(self, call: JudgeCall) -> Completion:
+    async def complete(self, call: JudgeCall, until: float | None = None) -> Completion:
         self.calls += 1
         if self.latency_s:
             await asyncio.sleep(self.latency_s)

@@ -76,7 +76,7 @@ class Counter(SimBackend):
         super().__init__(SimParams())
         self.calls = 0
 
-    async def complete(self, call: JudgeCall) -> Completion:
+    async def complete(self, call: JudgeCall, until: float | None = None) -> Completion:
         self.calls += 1
         return await super().complete(call)
 

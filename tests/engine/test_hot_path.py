@@ -69,7 +69,7 @@ class Answering:
         self.calls = 0
         self.judge = SimJudge(SimParams())
 
-    async def complete(self, call: JudgeCall) -> Completion:
+    async def complete(self, call: JudgeCall, until: float | None = None) -> Completion:
         self.calls += 1
         return Completion(json.dumps(self.judge.answer(call)))
 

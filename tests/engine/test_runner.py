@@ -24,7 +24,7 @@ class Scripted:
         self.calls = 0
         self.judge = SimJudge(SimParams())
 
-    async def complete(self, call: JudgeCall) -> Completion:
+    async def complete(self, call: JudgeCall, until: float | None = None) -> Completion:
         n = self.calls
         self.calls += 1
         step = self.script.get(n)

@@ -48,7 +48,7 @@ class ScriptedJudge:
         self.script = {"direct": direct, "swapped": swapped, "keyed": keyed}
         self.calls: list[str] = []
 
-    async def complete(self, call: JudgeCall) -> Completion:
+    async def complete(self, call: JudgeCall, until: float | None = None) -> Completion:
         swapped = call.displayed == (B_TEXT, A_TEXT)
         name = "keyed" if call.kind == "keyed" else ("swapped" if swapped else "direct")
         assert call.kind != "keyed" or not swapped, "the keyed pass must use the original order"

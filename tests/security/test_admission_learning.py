@@ -162,7 +162,7 @@ class Flaky:
         self.rng = random.Random(seed)
         self.calls = 0
 
-    async def complete(self, call: JudgeCall) -> Completion:
+    async def complete(self, call: JudgeCall, until: float | None = None) -> Completion:
         self.calls += 1
         await asyncio.sleep(self.rng.choice([0, 0.001, 0.003, 0.01]))
         roll = self.rng.random()

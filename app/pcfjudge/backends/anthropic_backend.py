@@ -80,7 +80,7 @@ class AnthropicBackend:
             kwargs["output_config"] = {"effort": call.params.reasoning_effort}
         return kwargs
 
-    async def complete(self, call: JudgeCall) -> Completion:
+    async def complete(self, call: JudgeCall, until: float | None = None) -> Completion:
         try:
             # With tracing on, the call span's traceparent (this SDK also sends the current one by itself).
             message = await self.client.messages.create(**self.request(call), extra_headers=tracing.outgoing_headers())

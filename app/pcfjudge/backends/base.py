@@ -134,8 +134,10 @@ class Backend(Protocol):
 
     provider: str
 
-    async def complete(self, call: JudgeCall) -> Completion:
-        """Answer one call or raise a ``BackendError``."""
+    async def complete(self, call: JudgeCall, until: float | None = None) -> Completion:
+        """Answer one call or raise a ``BackendError``. ``until``: the ``loop.time()`` instant the call must be done
+        by (the runner's, for each attempt; None: unknown), for a backend that may wait before it calls (a fleet
+        waiting for an endpoint's rate budget waits no longer, or refuses at once)."""
         ...
 
     async def aclose(self) -> None:

@@ -18,7 +18,7 @@ environment (``HTTPS_PROXY`` / ``HTTP_PROXY`` / ``ALL_PROXY``, ``NO_PROXY``) is 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from urllib.parse import urlsplit
 from urllib.request import getproxies, proxy_bypass
 
@@ -53,6 +53,7 @@ class ChatWire:
         self.connections = connections
         self.provider, self.key_env, self.secrets, self.public = provider, key_env, secrets, public
         self.proxy = env_proxy(endpoint)
+        self.observe: Callable[[Mapping[str, str]], None] | None = None  # shown each answer's headers (fleets)
         self._session: aiohttp.ClientSession | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
@@ -78,6 +79,8 @@ class ChatWire:
             raise ProviderError(f"cannot reach the {self.provider} endpoint at {self.public}") from None
         if status >= 400:
             raise self._status_error(status, raw, headers)
+        if self.observe is not None:
+            self.observe(headers)
         try:
             data = orjson.loads(raw)
         except orjson.JSONDecodeError:

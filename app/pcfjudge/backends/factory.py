@@ -1,9 +1,17 @@
-"""Build the real-provider backends the settings have keys for (SDKs imported only when needed)."""
+"""Build the real-provider backends the settings have keys for, and the judge fleets of PCFJ_MODELS_FILE (SDKs
+imported only when needed)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from pcfjudge.backends.base import Backend
 from pcfjudge.settings import Settings
+
+if TYPE_CHECKING:
+    from pcfjudge.backends.budget import Budget
+    from pcfjudge.backends.fleet import FleetBackend
+    from pcfjudge.backends.models_file import EndpointSpec
 
 
 def build_backends(settings: Settings) -> dict[str, Backend]:
@@ -30,3 +38,59 @@ def build_backends(settings: Settings) -> dict[str, Backend]:
             if engine is not None:
                 backends[name] = engine
     return backends
+
+
+def build_fleets(settings: Settings, budget: Budget) -> dict[str, FleetBackend]:
+    """One ``FleetBackend`` per model name of ``PCFJ_MODELS_FILE`` (none without it); raises ``ModelsFileError``."""
+    if settings.models_file is None:
+        return {}
+    from pcfjudge.backends.fleet import FleetBackend
+    from pcfjudge.backends.models_file import load_models_file
+
+    fleets: dict[str, FleetBackend] = {}
+    for name, spec in load_models_file(settings.models_file).items():
+        backends = [build_endpoint(settings, endpoint) for endpoint in spec.endpoints]
+        fleets[name] = FleetBackend(
+            spec,
+            backends,
+            budget,
+            capacity=settings.backend_concurrency,
+            allowed_fails=settings.fleet_allowed_fails,
+            cooldown_s=settings.fleet_cooldown_s,
+        )
+    return fleets
+
+
+def build_endpoint(settings: Settings, spec: EndpointSpec) -> Backend:
+    """The backend of one fleet endpoint: its own client, key and URL, the service's timeouts and output mode."""
+    connections = spec.max_parallel_requests or settings.backend_concurrency
+    if spec.wire == "anthropic":
+        import httpx2
+        from anthropic import AsyncAnthropic, DefaultAioHttpClient
+
+        from pcfjudge.backends.anthropic_backend import AnthropicBackend
+
+        limits = httpx2.Limits(max_connections=connections, max_keepalive_connections=connections)
+        anthropic = AsyncAnthropic(
+            api_key=spec.api_key,
+            base_url=spec.api_base,
+            max_retries=0,
+            timeout=settings.request_timeout_s,
+            http_client=DefaultAioHttpClient(limits=limits),
+        )
+        return AnthropicBackend(anthropic)
+    from openai import AsyncOpenAI
+
+    from pcfjudge.backends.openai_backend import NO_KEY, OpenAIBackend, split_credentials
+
+    base_url, basic = split_credentials(spec.api_base)
+    client = AsyncOpenAI(
+        api_key=spec.api_key or NO_KEY,
+        base_url=base_url,
+        max_retries=0,
+        timeout=settings.request_timeout_s,
+        default_headers={"Authorization": basic} if basic else None,
+    )
+    return OpenAIBackend(
+        client, output_mode=settings.openai_output_mode, transport=settings.openai_transport, connections=connections
+    )

@@ -111,7 +111,7 @@ class OpenAIBackend:
             dialect or self.dialects.current, call.schema_name, call.schema, openai=self.openai
         )
 
-    async def complete(self, call: JudgeCall) -> Completion:
+    async def complete(self, call: JudgeCall, until: float | None = None) -> Completion:
         """One answer; under ``auto``, a refused structured-output dialect is replaced by the next one at once."""
         if call.chat is not None:
             return await self._send(self.request(call))

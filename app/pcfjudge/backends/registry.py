@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from pcfjudge.backends.base import Backend
+from pcfjudge.backends.budget import Budget, MemoryBudget, RedisBudget
 from pcfjudge.backends.dialects import Dialects
-from pcfjudge.backends.factory import build_backends
+from pcfjudge.backends.factory import build_backends, build_fleets
 from pcfjudge.backends.sim import SimBackend, SimParams
 from pcfjudge.backends.slots import Slots
 from pcfjudge.settings import Settings
 
+if TYPE_CHECKING:
+    from pcfjudge.backends.fleet import FleetBackend
+    from pcfjudge.cache.redis_cache import RedisCache
+
+FLEET = "fleet"  # fleet:<model_name>, a model of PCFJ_MODELS_FILE
 KNOWN_PROVIDERS = ("openai", "anthropic", "sim")
 SIM_MODELS = ("default", "oracle")
 
@@ -50,19 +58,29 @@ class Jury:
 class Registry:
     """The configured backends; built in the app lifespan, closed with it."""
 
-    def __init__(self, settings: Settings, backends: dict[str, Backend] | None = None) -> None:
+    def __init__(
+        self, settings: Settings, backends: dict[str, Backend] | None = None, shared: RedisCache | None = None
+    ) -> None:
         self.settings = settings
         self.backends: dict[str, Backend] = dict(build_backends(settings) if backends is None else backends)
         self.backends.setdefault("sim", SimBackend(sim_params(settings)))
         self._limits = {name: Slots(settings.backend_concurrency, settings.max_queued_calls) for name in self.backends}
+        # Fleets' rate budgets are counted where the cache is shared: in Redis for every replica, else in process.
+        self.budget: Budget = RedisBudget(shared) if shared is not None else MemoryBudget()
+        self.fleets: dict[str, FleetBackend] = build_fleets(settings, self.budget)
+        self._fleet_limits = {
+            name: Slots(fleet.capacity, settings.max_queued_calls) for name, fleet in self.fleets.items()
+        }
 
     def resolve(self, model: str | None) -> ResolvedModel:
         model = model or self.settings.resolved_default_model()
         provider, sep, name = model.partition(":")
         if not sep or not name:
             raise ModelError(f"model {model!r} must look like 'provider:model', e.g. 'sim:default' or 'openai:gpt-5.4'")
+        if provider == FLEET:
+            return self._fleet(name)
         if provider not in KNOWN_PROVIDERS and provider not in self.settings.engines:
-            known = ", ".join([*KNOWN_PROVIDERS, *self.settings.engines])
+            known = ", ".join([*KNOWN_PROVIDERS, *self.settings.engines, *([FLEET] if self.fleets else [])])
             raise ModelError(f"unknown provider {provider!r}; use one of: {known}")
         if provider == "sim" and name not in SIM_MODELS:
             raise ModelError(f"unknown simulated model {name!r}; use sim:default or sim:oracle")
@@ -71,6 +89,27 @@ class Registry:
             key = "OPENAI_API_KEY" if provider == "openai" else "ANTHROPIC_API_KEY"
             raise ModelError(f"provider {provider!r} is not configured on this server (set {key}); use sim:default")
         return ResolvedModel(provider, name, backend, self._limits[provider])
+
+    def _fleet(self, name: str) -> ResolvedModel:
+        fleet = self.fleets.get(name)
+        if fleet is None:
+            known = ", ".join(f"fleet:{n}" for n in self.fleets) or "none (set PCFJ_MODELS_FILE)"
+            raise ModelError(f"unknown fleet {name!r}; the fleets of PCFJ_MODELS_FILE are: {known}")
+        return ResolvedModel(FLEET, name, fleet, self._fleet_limits[name])
+
+    def fleet_models(self) -> list[str]:
+        return [f"{FLEET}:{name}" for name in self.fleets]
+
+    def fleet_status(self) -> dict[str, dict[str, object]]:
+        """Per fleet (for /readyz): its endpoints (URL without credentials, health, calls in flight) and the
+        endpoints cooling down after repeated failures."""
+        now = asyncio.get_running_loop().time()
+        out: dict[str, dict[str, object]] = {}
+        for name, fleet in self.fleets.items():
+            endpoints = fleet.status(now)
+            unhealthy = [e for e, state in endpoints.items() if not state["healthy"]]
+            out[name] = {"model": f"{FLEET}:{name}", "endpoints": endpoints, "unhealthy": unhealthy}
+        return out
 
     def describe(self) -> list[str]:
         return sorted(self.backends)
@@ -93,6 +132,8 @@ class Registry:
     async def aclose(self) -> None:
         for backend in self.backends.values():
             await backend.aclose()
+        for fleet in self.fleets.values():
+            await fleet.aclose()
 
 
 def sim_params(settings: Settings) -> SimParams:

@@ -242,7 +242,7 @@ class SimBackend:
     def judge_for(self, model: str) -> SimJudge:
         return self._judges["oracle" if model == "oracle" else "default"]
 
-    async def complete(self, call: JudgeCall) -> Completion:
+    async def complete(self, call: JudgeCall, until: float | None = None) -> Completion:
         if self.params.latency_ms > 0:
             tail = (
                 math.exp(self.params.latency_tail * self._failures.gauss(0.0, 1.0)) if self.params.latency_tail else 1.0

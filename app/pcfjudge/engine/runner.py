@@ -317,7 +317,7 @@ async def _attempt(spec: CallSpec, model: ResolvedModel, by: Attempts, remaining
             refused = by.meter.try_call() if by.meter is not None else None  # every attempt counted; none past it
             if refused is not None:
                 raise OverLimit(f"the request's backend calls ({refused}) are spent; no retry left")
-            return await model.backend.complete(spec.call)
+            return await model.backend.complete(spec.call, until=by.until)
 
 
 _CUT = "the caller's deadline passed before this run finished (it goes on into the cache unless cancelled)"

@@ -208,6 +208,41 @@ JUDGE_DRIFT_P = Gauge(
     [*JUDGE_LABELS, "measure"],
     multiprocess_mode="livemostrecent",
 )
+FLEET = ["fleet", "endpoint"]  # a fleet's model_name and an endpoint's id: both from PCFJ_MODELS_FILE (bounded)
+FLEET_OUTSTANDING = Gauge(
+    "pcfjudge_fleet_outstanding_calls", "Calls in flight per fleet endpoint", FLEET, multiprocess_mode="livesum"
+)
+FLEET_CALLS = Counter(
+    "pcfjudge_fleet_calls_total",
+    "Calls per fleet endpoint by outcome (ok, rate_limited: 429/503/529, provider_error, timeout, cancelled, …)",
+    [*FLEET, "outcome"],
+)
+FLEET_SECONDS = Histogram(
+    "pcfjudge_fleet_call_duration_seconds", "Call latency per fleet endpoint", FLEET, buckets=LLM_BUCKETS
+)
+FLEET_WAITS = Counter(
+    "pcfjudge_fleet_budget_waits_total",
+    "Times a call found no fleet endpoint with budget and waited (reason of the soonest: rpm, tpm, parallel, blocked)",
+    [*FLEET, "reason"],
+)
+FLEET_WAIT_SECONDS = Histogram(
+    "pcfjudge_fleet_budget_wait_seconds",
+    "How long calls that waited for rate budget waited",
+    ["fleet"],
+    buckets=LLM_BUCKETS,
+)
+FLEET_SHED = Counter(
+    "pcfjudge_fleet_shed_total", "Calls refused (503) with no budget before their deadline", ["fleet", "reason"]
+)
+FLEET_COOLDOWNS = Counter(
+    "pcfjudge_fleet_cooldowns_total", "Fleet endpoints cooled down after repeated failures", FLEET
+)
+FLEET_HEALTHY = Gauge(
+    "pcfjudge_fleet_endpoint_healthy",
+    "1: the fleet endpoint takes calls; 0: cooling down",
+    FLEET,
+    multiprocess_mode="min",
+)
 JudgeRow = tuple[str, str, float, float, float, Mapping[str, tuple[bool, float | None]]]
 """(model, prompt version, accuracy, order consistency, first-position win rate, measure → (drift, p-value))."""
 _JUDGE_SHOWN: set[tuple[str, str]] = set()
@@ -332,6 +367,36 @@ def judge_reliability(rows: Iterable[JudgeRow]) -> None:
                     gauge.remove(model, version, measure)
     _JUDGE_SHOWN.clear()
     _JUDGE_SHOWN.update(shown)
+
+
+def fleet_outstanding(fleet: str, endpoint: str, change: int) -> None:
+    child(FLEET_OUTSTANDING, fleet, endpoint).inc(change)
+
+
+def fleet_call(fleet: str, endpoint: str, outcome: str, seconds: float) -> None:
+    child(FLEET_CALLS, fleet, endpoint, outcome).inc()
+    child(FLEET_SECONDS, fleet, endpoint).observe(seconds)
+
+
+def fleet_wait(fleet: str, endpoint: str, reason: str) -> None:
+    child(FLEET_WAITS, fleet, endpoint, reason).inc()
+
+
+def fleet_waited(fleet: str, seconds: float) -> None:
+    child(FLEET_WAIT_SECONDS, fleet).observe(seconds)
+
+
+def fleet_shed(fleet: str, reason: str) -> None:
+    child(FLEET_SHED, fleet, reason).inc()
+
+
+def fleet_cooldown(fleet: str, endpoint: str) -> None:
+    child(FLEET_COOLDOWNS, fleet, endpoint).inc()
+    child(FLEET_HEALTHY, fleet, endpoint).set(0)
+
+
+def fleet_healthy(fleet: str, endpoint: str, healthy: bool) -> None:
+    child(FLEET_HEALTHY, fleet, endpoint).set(1 if healthy else 0)
 
 
 def multiprocess_dir() -> Path | None:

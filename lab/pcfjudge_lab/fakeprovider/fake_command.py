@@ -12,7 +12,11 @@ def _fake_provider(args: argparse.Namespace) -> int:
     from pcfjudge_lab.fakeprovider.state import FakeConfig
 
     config = FakeConfig(
-        seed=args.seed, latency_ms=args.latency_ms, fail_rate=args.fail_rate, slow_seconds=args.slow_seconds
+        seed=args.seed,
+        latency_ms=args.latency_ms,
+        fail_rate=args.fail_rate,
+        slow_seconds=args.slow_seconds,
+        rpm_limit=args.rpm_limit,
     )
     uvicorn.run(create_fake_app(config), host=args.host, port=args.port, log_level=args.log_level)
     return 0
@@ -28,5 +32,8 @@ def add_fake_provider_command(sub: argparse._SubParsersAction[argparse.ArgumentP
     fake.add_argument("--fail-rate", type=float, default=0.0, help="share of calls answered 500 or 429 (default 0)")
     fake.add_argument("--seed", type=int, default=0, help="seed of the judge and of the random failures")
     fake.add_argument("--slow-seconds", type=float, default=30.0, help="delay of the 'slow' fault (default 30)")
+    fake.add_argument(
+        "--rpm-limit", type=int, default=None, help="answer 429 past this many requests a minute (default: no limit)"
+    )
     fake.add_argument("--log-level", default="warning", choices=["critical", "error", "warning", "info", "debug"])
     fake.set_defaults(func=_fake_provider)

@@ -5,8 +5,10 @@
     GET  /healthz               up                               GET  /_control/calls    what was served
 
 ``/_control/faults`` takes ``{"faults": ["429", {"fault": "truncated", "times": 2}, …], "always": "500" | null,
-"fail_rate": 0.3, "slow_seconds": 5, "retry_after": 1, "latency_ms": 0, "expect_key": "…"}`` (all optional; a given
-``faults`` list replaces the queue). See ``state`` for how faults are consumed.
+"fail_rate": 0.3, "slow_seconds": 5, "retry_after": 1, "latency_ms": 0, "expect_key": "…", "rpm_limit": 20,
+"rpm_window_s": 60}`` (all optional; a given ``faults`` list replaces the queue). See ``state`` for how faults are
+consumed. ``rpm_limit`` answers 429 (with the retry-after to the window's next free place) to a request past that
+many in the last ``rpm_window_s`` seconds, as an account's rate limit does, before any planned fault.
 
 Batch endpoints (OpenAI ``/v1/files`` + ``/v1/batches``, Anthropic ``/v1/messages/batches``) and their knobs
 (``/_control/batches``) are described in ``batch_state``.
@@ -55,6 +57,8 @@ class FaultPlan(BaseModel):
     retry_after: float | None = Field(None, ge=0, le=3600)
     latency_ms: float | None = Field(None, ge=0, le=600_000)
     expect_key: str | None = None
+    rpm_limit: int | None = Field(None, ge=1)
+    rpm_window_s: float | None = Field(None, gt=0, le=3600)
 
 
 async def _provider_call(request: Request, wire: Wire) -> Response:
@@ -75,6 +79,11 @@ async def _provider_call(request: Request, wire: Wire) -> Response:
     parsed = wire.parse(body) if isinstance(body, dict) else "The request body must be a JSON object."
     if isinstance(parsed, str):
         return wire.error(400, "invalid", parsed, ident=ident)
+    wait = state.over_rate(time.monotonic())
+    if wait is not None:
+        state.record(wire.name, body, "429")
+        message = "Rate limit reached for requests per minute (simulated)."
+        return wire.error(429, "rate_limit", message, retry_after=max(0.001, wait), ident=ident)
     # The body's signature only matters to queued or sticky faults; hashing a 5 KB body costs more than the rest.
     fault = state.next_fault(task.digest(wire.name, body) if state.queue or state.sticky else "")
     state.record(wire.name, body, fault, request.headers.get("traceparent"))
@@ -192,6 +201,7 @@ def _summary(state: FakeState) -> dict[str, Any]:
         "latency_ms": live.latency_ms,
         "slow_seconds": live.slow_seconds,
         "retry_after": live.retry_after,
+        "rpm_limit": live.rpm_limit,
         "seed": state.config.seed,
     }
 

@@ -46,6 +46,8 @@ class FakeConfig:
     retry_after: float = 1.0
     history: int = 50
     expect_key: str | None = None  # when set, any other key gets a 401 that echoes it (as OpenAI's does)
+    rpm_limit: int | None = None  # when set, a request past this many in the last ``rpm_window_s`` gets a 429
+    rpm_window_s: float = 60.0
 
 
 @dataclass(slots=True)
@@ -71,6 +73,21 @@ class FakeState:
     batches: BatchBook = field(default_factory=BatchBook)  # files and batch jobs (``batch_state``)
     rng: random.Random = field(init=False)
     ids: int = 0
+    admitted: deque[float] = field(default_factory=deque)  # when the requests ``rpm_limit`` counts came in
+
+    def over_rate(self, now: float) -> float | None:
+        """Under ``rpm_limit``: count a request that came in at ``now`` and return None, or the seconds until one
+        more fits in the window (the request is refused and not counted, as providers count only what they serve)."""
+        limit = self.live.rpm_limit
+        if limit is None:
+            return None
+        window = self.live.rpm_window_s
+        while self.admitted and self.admitted[0] <= now - window:
+            self.admitted.popleft()
+        if len(self.admitted) >= limit:
+            return self.admitted[0] + window - now
+        self.admitted.append(now)
+        return None
 
     def __post_init__(self) -> None:
         self.reset()
@@ -85,11 +102,12 @@ class FakeState:
         self.faults.clear()
         self.served = deque(maxlen=self.config.history)
         self.prefixes.clear()
+        self.admitted.clear()
         self.batches.reset(self.config.seed)
         self.rng = random.Random(self.config.seed)
 
     def configure(self, **changes: Any) -> None:
-        """Change live knobs (fail_rate, latency_ms, slow_seconds, retry_after, expect_key)."""
+        """Change live knobs (fail_rate, latency_ms, slow_seconds, retry_after, expect_key, rpm_limit, rpm_window_s)."""
         self.live = replace(self.live, **changes)
 
     def next_fault(self, signature: str) -> Fault | None:

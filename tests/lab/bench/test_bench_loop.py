@@ -12,6 +12,7 @@ from pcfjudge.api.app import GC_THRESHOLDS, create_app
 from pcfjudge.cli.main import main
 from pcfjudge_lab.bench.loop_bench import LoopBench, format_report, run, stage_of
 
+
 @pytest.mark.slow
 def test_the_loop_bench_probes_healthz_alone_and_under_reranks_and_says_where_the_cpu_goes() -> None:
     bench = LoopBench(documents=40, concurrent=2, latency_ms=20, probe_ms=5, alone_probes=10)

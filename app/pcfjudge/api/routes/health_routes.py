@@ -30,6 +30,7 @@ async def readyz(services: ServicesDep) -> dict[str, Any]:
         "backends": services.registry.describe(),
         "endpoints": services.registry.endpoints(),
         "structured_output": services.registry.dialects(),
+        "fleets": services.registry.fleet_status(),  # judge fleets' endpoints; "unhealthy" names those cooling down
         "prompt_versions": [LISTWISE_VERSION, PAIRWISE_VERSION, KEYED_VERSION],
         "prompts": services.settings.prompts,
         "cache": await services.cache.status(),

@@ -108,7 +108,8 @@ async def models_route(services: ServicesDep) -> ModelsResponse:
     book = services.reliability.records
     named = [p for p in patterns if not WILDCARDS & set(p)]
     sims = [m for m in SIM_MODELS if any(fnmatchcase(m, p) for p in patterns)]
-    models = list(dict.fromkeys([default, *named, *sims, *sorted(model for model, _ in book)]))
+    fleets = services.registry.fleet_models()  # fleet:<model_name> of PCFJ_MODELS_FILE
+    models = list(dict.fromkeys([default, *named, *sims, *fleets, *sorted(model for model, _ in book)]))
     data = []
     for model in models:
         record = book.get((model, version))
