@@ -36,6 +36,10 @@ bash scripts/llama_cpp_python.sh .venv
 # cohere 7.3.1 beside the venv's cohere 5.x (langchain-cohere pins cohere<6): tests/doors/rerank/test_rerank_cohere_sdk.py
 # runs it in a subprocess with PYTHONPATH=.venv/cohere7; its dependencies are the venv's own.
 [ -d .venv/cohere7/cohere ] || .venv/bin/pip install -q --disable-pip-version-check --no-deps --target .venv/cohere7 'cohere==7.3.1'
+# The judge frameworks' own code against /v1/chat/completions (tests/doors/chat/test_chat_framework_packages.py), without
+# their dependencies (those they import are in the dev extra): litellm's boto3 (Bedrock only) pins python-dateutil<3;
+# prometheus-eval imports only fastchat.conversation of fschat, whose own dependencies are a model server's.
+.venv/bin/pip install -q --disable-pip-version-check --no-deps 'litellm==1.110.2' 'prometheus-eval==0.1.20' 'fschat==0.2.36'
 bash scripts/llama_server.sh >/dev/null
 bash scripts/second_model.sh .venv/bin/python >/dev/null  # the juries' second engine model (SmolLM2 as Q4_0)
 # Mermaid for the documentation site's diagrams (docs/hooks/mermaid.py serves it from the site: no CDN): the npm

@@ -17,7 +17,8 @@ The names, by what they are for:
   (``ListwiseTask``, ``ListwiseResult``, ``ListwiseMode``, ``RunPlan``, ``plan_runs``, ``PairwiseTask``,
   ``PassName``, ``PlannedPass``, ``plan_passes``); one provider call (``CallRunner``, ``CallSpec``,
   ``CallOutcome``) and how a judgment's calls run (``Watch``); ``DecodingParams``, ``CacheMode``, ``CallKind``, ``Usage``, ``usd``, ``LABELS``, ``MAX_K``;
-* **models and backends**: ``ResolvedModel``, ``Jury``, ``ModelError``, ``JudgeCall`` (what a backend is asked),
+* **models and backends**: ``ResolvedModel``, ``Jury``, ``ModelError``, ``JudgeCall`` (what a backend is asked;
+  ``ChatPayload``, a chat call's own messages),
   ``OpenAIBackend`` and ``build_openai`` (an OpenAI-wire backend), the simulated judge (``SimJudge``,
   ``SimParams``, ``shaped``);
 * **consensus and prompts**: the modules ``consensus`` (listwise), ``apoc`` (pairwise) and ``jury``; the run
@@ -25,7 +26,8 @@ The names, by what they are for:
   ``run_values``); adaptive K (``Adaptive``, ``Waves``, ``StopRule``, ``max_k``, ``permutation_schedule``);
   ``check_estimation``; prompts and their version constants (``Prompt``, ``PromptStyle``, ``DEFAULT_STYLE``,
   ``render_listwise``, ``render_pairwise``, ``render_keyed``, ``read_blocks``, ``new_nonce``,
-  ``listwise_version``, ``pairwise_version``, ``listwise_schema_v2``, ``pairwise_schema_v2``, ``parse_listwise``);
+  ``listwise_version``, ``pairwise_version``, ``listwise_schema_v2``, ``pairwise_schema_v2``, ``parse_listwise``;
+  ``recognise_template``, the chat door's templates: a framework's judge prompt, its candidates and its parser);
 * **calibration**: ``Reliability``, ``Book``, ``compared``, ``correlation_matrix``, ``effective_jurors``,
   ``error_correlation``, ``jury_weights``, ``Shift``, ``MCNEMAR``; the store ``pcfjudge serve`` reads them from
   (``ReliabilityStore``, ``open_store``, ``StoreError``);
@@ -43,7 +45,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from pcfjudge.api.app import create_app
-    from pcfjudge.backends.base import JudgeCall
+    from pcfjudge.backends.base import ChatPayload, JudgeCall
     from pcfjudge.backends.openai_backend import OpenAIBackend, build_openai
     from pcfjudge.backends.registry import Jury, ModelError, ResolvedModel
     from pcfjudge.backends.sim import SimJudge, SimParams, shaped
@@ -89,6 +91,7 @@ if TYPE_CHECKING:
         jury_weights,
     )
     from pcfjudge.judging.run_records import CandidateJudgment, RunJudgments
+    from pcfjudge.judging.templates.template_registry import recognise as recognise_template
     from pcfjudge.judging.waves import Adaptive, Waves
     from pcfjudge.judging.window_rounds import WindowRanking, WindowSpec, ranking_of, run_values
     from pcfjudge.services import Services
@@ -99,7 +102,7 @@ if TYPE_CHECKING:
 
 _MODULES = {  # module → the names this surface takes from it (an "x as y" is written "x:y")
     "pcfjudge.api.app": ("create_app",),
-    "pcfjudge.backends.base": ("JudgeCall",),
+    "pcfjudge.backends.base": ("ChatPayload", "JudgeCall"),
     "pcfjudge.backends.openai_backend": ("OpenAIBackend", "build_openai"),
     "pcfjudge.backends.registry": ("Jury", "ModelError", "ResolvedModel"),
     "pcfjudge.backends.sim": ("SimJudge", "SimParams", "shaped"),
@@ -141,6 +144,7 @@ _MODULES = {  # module → the names this surface takes from it (an "x as y" is 
         "jury_weights",
     ),
     "pcfjudge.judging.run_records": ("CandidateJudgment", "RunJudgments"),
+    "pcfjudge.judging.templates.template_registry": ("recognise:recognise_template",),
     "pcfjudge.judging.waves": ("Adaptive", "Waves"),
     "pcfjudge.judging.window_rounds": ("WindowRanking", "WindowSpec", "ranking_of", "run_values"),
     "pcfjudge.services": ("Services",),
@@ -201,6 +205,7 @@ __all__ = [
     "CallRunner",
     "CallSpec",
     "CandidateJudgment",
+    "ChatPayload",
     "DecodingParams",
     "JsonlAppender",
     "Judge",
@@ -263,6 +268,7 @@ __all__ = [
     "prompt_style",
     "ranking_of",
     "read_blocks",
+    "recognise_template",
     "render_keyed",
     "render_listwise",
     "render_pairwise",

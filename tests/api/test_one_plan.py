@@ -1,8 +1,10 @@
-"""One judgment, one plan: every door (listwise, pairwise, reward, rerank) in every mode (answered now, ``stream``,
+"""One judgment, one plan: every door (listwise, pairwise, reward, rerank, chat) in every mode (answered now, ``stream``,
 ``Prefer: respond-async``, ``POST /v1/jobs``) builds the same plan and checks it once, at intake, so the same request
 gets the same refusal — status, error kind and field — before anything is answered, stored or spent; a request that
 passes gets the same result in every mode. A quota refusal (found when the plan is charged) is a real HTTP status
-with Retry-After for a stream too: nothing has been sent before its first event."""
+with Retry-After for a stream too: nothing has been sent before its first event. The chat door answers in OpenAI's
+shapes (its error ``{"error": {"code", "param"}}``, its stream ``chat.completion.chunk`` events); a job's error is the
+service's own: the same status, kind and field."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from pcfjudge.cache.job_store import MemoryJobStore
 from pcfjudge.settings import Settings
 
 from tests.api.test_jobs import finished
+from tests.doors.chat.test_chat_door import MARKED
 from tests.support.inprocess import app_with_services
 
 DOORS: dict[str, dict[str, Any]] = {
@@ -23,7 +26,9 @@ DOORS: dict[str, dict[str, Any]] = {
     "/judge/pairwise": {"question": "Symbol for gold?", "response_a": "Ag.", "response_b": "Au."},
     "/v1/reward": {"samples": [{"prompt": "2+2?", "response": r} for r in ("4.", "5.", "22.")], "k": 3},
     "/v2/rerank": {"query": "Capital of France?", "documents": ["Paris.", "Lyon.", "Nice."], "pcfjudge": {"k": 3}},
+    "/v1/chat/completions": {"messages": [{"role": "user", "content": MARKED}]},
 }
+CHAT = "/v1/chat/completions"
 MODES = ("now", "stream", "respond-async", "jobs")
 
 
@@ -58,6 +63,8 @@ async def send(client: httpx.AsyncClient, endpoint: str, body: dict[str, Any], m
 
 def refusal(reply: httpx.Response) -> tuple[int, str, str | None]:
     body = reply.json()
+    if isinstance(body["error"], dict):  # the chat door's own answer, in OpenAI's shape
+        return reply.status_code, body["error"]["code"], body["error"]["param"]
     errors = body.get("errors") or [{}]
     field = errors[0].get("field")
     return reply.status_code, body["error"], field.removeprefix("request.") if field else None
@@ -86,7 +93,7 @@ async def test_every_mode_refuses_as_the_direct_call_does_and_keeps_nothing(endp
 
 @pytest.mark.parametrize("endpoint", list(DOORS))
 async def test_a_quota_refuses_a_stream_with_its_real_status_and_retry_after(endpoint: str) -> None:
-    settings = Settings(api_keys="alice:alice-key-0123456789", quota_calls_per_min=3)
+    settings = Settings(api_keys="alice:alice-key-0123456789", quota_calls_per_min=3, chat_orders=3)
     headers = {"Authorization": "Bearer alice-key-0123456789"}
     async with app_with_services(settings) as (client, _):
         client.headers.update(headers)
@@ -98,7 +105,7 @@ async def test_a_quota_refuses_a_stream_with_its_real_status_and_retry_after(end
     assert spent.status_code == 200, spent.text
     assert again.status_code == stream.status_code == 429, (again.text, stream.text)
     assert stream.headers["content-type"].startswith("application/json") and "retry-after" in stream.headers
-    assert stream.json()["error"] == again.json()["error"] == "quota_exceeded"
+    assert refusal(stream)[1] == refusal(again)[1] == "quota_exceeded"
 
 
 def comparable(endpoint: str, body: Any) -> Any:
@@ -114,6 +121,7 @@ def comparable(endpoint: str, body: Any) -> Any:
             "input_tokens",
             "output_tokens",
             "cached_tokens",
+            "created",
         }
         return {k: comparable(endpoint, v) for k, v in body.items() if k not in drop}
     if isinstance(body, list):
@@ -128,7 +136,9 @@ async def test_a_request_that_passes_gets_the_same_result_in_every_mode(endpoint
         results = {}
         for mode in MODES:
             reply = await send(client, endpoint, body, mode)
-            if mode == "stream":
+            if mode == "stream" and endpoint == CHAT:
+                results[mode] = _completion(reply.text)
+            elif mode == "stream":
                 events = _events(reply.text)
                 assert events[-1][0] == "result", events[-1]
                 results[mode] = events[-1][1]
@@ -143,6 +153,16 @@ async def test_a_request_that_passes_gets_the_same_result_in_every_mode(endpoint
             await asyncio.sleep(0)
     first = comparable(endpoint, results["now"])
     assert all(comparable(endpoint, r) == first for r in results.values())
+
+
+def _completion(text: str) -> dict[str, Any]:
+    """A chat.completion put together from its chunks (the role and content, then the finish and pcfjudge's field)."""
+    chunks = [json.loads(line[5:]) for line in text.splitlines() if line.startswith("data:") and "[DONE]" not in line]
+    delta, finish = chunks[0]["choices"][0], chunks[1]["choices"][0]
+    message = {"role": "assistant", "content": delta["delta"]["content"]}
+    choice = {"index": 0, "message": message, "finish_reason": finish["finish_reason"], "logprobs": delta["logprobs"]}
+    completion = {"object": "chat.completion", "model": chunks[0]["model"], "choices": [choice]}
+    return completion | {"pcfjudge": chunks[1]["pcfjudge"]}
 
 
 def _events(text: str) -> list[tuple[str, Any]]:

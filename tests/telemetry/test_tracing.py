@@ -273,6 +273,30 @@ async def test_a_judgments_own_events_are_events_on_its_span(tracing_on: OtlpRec
     assert judgment.event_names().index("juror finished") > judgment.event_names().index("round finished")
 
 
+async def test_a_chat_judgment_has_its_span_like_every_other_door(tracing_on: OtlpReceiver) -> None:
+    """POST /v1/chat/completions judges in ``Judge.run``'s span, ``judge chat``: the template recognised, the orders
+    each juror judges, the jurors; at the end its runs (every juror's orders), calls and whether the orders split."""
+    from tests.doors.chat import framework_prompts as fp
+
+    messages = fp.mt_bench(QUESTION, CANDIDATES[0], CANDIDATES[1])
+    body = {"model": ["sim:default", "sim:oracle"], "messages": messages}
+    async with app_client() as client:
+        reply = await client.post("/v1/chat/completions", json=body, headers={"traceparent": traceparent(THIRD_TRACE)})
+    assert reply.status_code == 200, reply.text
+    spans = tracing_on.wait_for(
+        lambda got: any(s.name == "judge chat" for s in of_trace(got, THIRD_TRACE)), what="the chat judgment span"
+    )
+    judgment = one(of_trace(spans, THIRD_TRACE), "INTERNAL", "judge chat")
+    a = judgment.attributes
+    assert a["pcfjudge.template"] == "mt-bench-pair-v2" and a["pcfjudge.orders"] == 2 and a["pcfjudge.candidates"] == 2
+    assert a["gen_ai.request.model"] == "sim:default,sim:oracle"
+    assert list(a["pcfjudge.jurors"]) == ["sim:default", "sim:oracle"]
+    assert (a["pcfjudge.runs.ok"], a["pcfjudge.runs.failed"], a["pcfjudge.backend_calls"]) == (4, 0, 4)
+    assert a["pcfjudge.split"] is reply.json()["pcfjudge"]["split"]
+    parent = next(s for s in spans if s.span_id == judgment.parent_span_id)
+    assert parent.kind == "SERVER" and "/v1/chat/completions" in parent.name  # the request's own span
+
+
 # ── off ──────────────────────────────────────────────────────────────────────────────────────────────────────────
 
 

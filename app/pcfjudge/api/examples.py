@@ -64,6 +64,17 @@ EXAMPLES: dict[tuple[str, str], dict[str, Any]] = {
         "labels": ["eight", "eight"],
     },
     ("post", "/v1/reward/one"): {"prompt": SPIDER, "response": "Eight.", "label": "eight"},
+    ("post", "/v1/chat/completions"): {  # a framework's own judge prompt; here candidates between pcfjudge's markers
+        "messages": [
+            {
+                "role": "user",
+                "content": f"Which answer to {SPIDER!r} is better? Explain briefly, then give your verdict as [[A]] "
+                "or [[B]].\n\n<<<candidate A>>>\nSix, like an insect.\n<<<end>>>\n<<<candidate B>>>\nEight.\n<<<end>>>",
+            }
+        ],
+        "temperature": 0,
+        "deadline_ms": 10000,
+    },
     ("post", "/v1/jobs"): {  # answered 202; GET its Location (in /docs: GET /v1/jobs/{job_id} with the id) for the rest
         "endpoint": "/judge/listwise",
         "request": {

@@ -10,7 +10,8 @@ orders' verdicts become one (``chat_consensus``). The reply is one of the judge'
 consensus, relabelled to the caller's order; when none is (a split called a tie, a list's blended ranking), the
 template's own wording of the verdict. A prompt not recognised is one call, its answer as it is.
 
-A jury: every juror judges every order; the consensus is over all their verdicts.
+A jury: every juror judges every order; the consensus is over all their verdicts. A caller's deadline (``deadline_ms``,
+``Prefer: wait``) answers with the orders finished by then (``stopped: "deadline"``), or 504 when none has.
 """
 
 from __future__ import annotations
@@ -18,12 +19,13 @@ from __future__ import annotations
 import asyncio
 import json
 from dataclasses import dataclass, field
+from typing import Literal
 
 from pcfjudge.backends.base import ChatPayload, JudgeCall
 from pcfjudge.backends.registry import Jury, ResolvedModel
 from pcfjudge.engine.calls import Decoder
-from pcfjudge.engine.failures import judging_failed
-from pcfjudge.engine.progress import Watch
+from pcfjudge.engine.failures import JudgingFailed, judging_failed
+from pcfjudge.engine.progress import DEADLINE_KIND, Watch
 from pcfjudge.engine.runner import CallOutcome, CallRunner, CallSpec
 from pcfjudge.judging.cache_keys import cache_key, item_hash
 from pcfjudge.judging.parse import OutputError
@@ -100,6 +102,7 @@ class ChatResult:
     usage: Usage
     cost_usd: float | None = None
     degraded: bool = False  # an order failed: the consensus is over the others
+    stopped: Literal["deadline"] | None = None  # the caller's deadline cut an order (the others' verdict stands)
     jury: None = None  # the jury report the other doors give (the chat door reports jurors per run)
 
 
@@ -182,14 +185,17 @@ async def judge_chat(
             if outcome.answer is None:
                 failed.append(outcome)
     done = [r for r in runs if r.content is not None]
+    cut = any(o.error == DEADLINE_KIND for o in failed)
     if not done:
+        if all(o.error == DEADLINE_KIND for o in failed):
+            raise JudgingFailed(504, "deadline: no order finished by the deadline (they go on into the cache)", None)
         raise judging_failed(failed, f"every judge call failed ({len(failed)})")
     name = jurors[0].string if len(jurors) == 1 else ",".join(m.string for m in jurors)
     calls = sum(1 for r in runs if not r.cached and r.error is None) + len(failed)
     usage = sum((r.usage for r in runs), Usage())
     result = ChatResult(
         name, None, runs, None, done[0].content or "", 0, calls, sum(r.cached for r in runs), usage,
-        degraded=bool(failed),
+        degraded=bool(failed), stopped="deadline" if cut else None,
     )  # fmt: skip
     if task.found is None:
         return result

@@ -54,7 +54,7 @@ class _Spent(Protocol):
 
 
 R = TypeVar("R", bound=_Spent)
-Judged = TypeVar("Judged", ListwiseResult, PairwiseResult)
+Judged = TypeVar("Judged", ListwiseResult, PairwiseResult, ChatResult)
 Door = Literal["listwise", "pairwise", "rerank", "reward"]
 RATIONALES_BY_DOOR: dict[Door, bool] = {"listwise": True, "pairwise": True, "rerank": False, "reward": False}
 
@@ -249,7 +249,9 @@ class Judge:
         watch = watch.until_at(asyncio.get_running_loop().time() + timeout_s).observed(self._heard)
         if isinstance(task, ChatTask):
             chat = task
-            return await self._spend(plan, watch, lambda w: self._chat(chat, plan, w))
+            return await _traced(
+                "chat", task, watch, lambda w: self._ended(w, self._spend(plan, w, lambda v: self._chat(chat, plan, v)))
+            )
         if isinstance(task, PairwiseTask):
             return await _traced(
                 "pairwise",
@@ -357,12 +359,15 @@ class Judge:
         return result
 
 
-def stopped_event(result: ListwiseResult | PairwiseResult) -> dict[str, Any]:
+def stopped_event(result: ListwiseResult | PairwiseResult | ChatResult) -> dict[str, Any]:
     """The data of a judgment's ``stopped`` event (docs/streaming.md): ``reason`` — ``planned`` (every planned run
     made), an early stop's (``certified``, ``confident``, ``k_max``, ``budget``, ``deadline``) or, past one window,
-    why its rounds ended (``rounds``, ``certified``, ``budget``, ``deadline``, ``failed``) — and the runs made."""
+    why its rounds ended (``rounds``, ``certified``, ``budget``, ``deadline``, ``failed``) — and the runs made (a
+    chat judgment's: its orders, every juror's)."""
     if isinstance(result, PairwiseResult):
         return {"judgment": "pairwise", "reason": result.stopped or "planned", "runs": len(result.passes)}
+    if isinstance(result, ChatResult):
+        return {"judgment": "chat", "reason": result.stopped or "planned", "runs": len(result.runs)}
     data: dict[str, Any] = {"judgment": "listwise", "reason": result.stopped or "planned", "runs": len(result.runs)}
     if result.runs_planned:
         data["runs_planned"] = result.runs_planned
@@ -373,8 +378,8 @@ def stopped_event(result: ListwiseResult | PairwiseResult) -> dict[str, Any]:
 
 
 async def _traced(
-    name: Literal["listwise", "pairwise"],
-    task: ListwiseTask | PairwiseTask,
+    name: Literal["listwise", "pairwise", "chat"],
+    task: ListwiseTask | PairwiseTask | ChatTask,
     watch: Watch,
     judgment: Callable[[Watch], Awaitable[Judged]],
 ) -> Judged:

@@ -1,4 +1,4 @@
-"""The span of one judgment, ``judge listwise`` / ``judge pairwise`` (``telemetry.tracing``): with tracing on,
+"""The span of one judgment, ``judge listwise`` / ``judge pairwise`` / ``judge chat`` (``telemetry.tracing``): with tracing on,
 ``Judge.run`` awaits every judgment in ``traced`` (this module is imported only then). With tracing off the wrapper
 only awaits the method.
 
@@ -6,7 +6,9 @@ Attributes: ``gen_ai.request.model`` (the model string a front door resolved, ``
 with ``pcfjudge.jurors``), ``pcfjudge.k`` and ``pcfjudge.candidates`` (``pcfjudge.cache_mode`` when not "use") at the start; at the end
 ``pcfjudge.runs.ok`` / ``.failed`` (runs or passes), ``pcfjudge.backend_calls``, ``pcfjudge.cache_hits``,
 ``pcfjudge.stopped`` when runs stopped early and ``pcfjudge.cost_usd`` when priced; ``error.type`` (the failure's kind)
-when it fails.
+when it fails. A chat judgment (``POST /v1/chat/completions``) names its ``pcfjudge.template`` (``none``: passed
+through), ``pcfjudge.orders`` (the orders each juror judges) and ``pcfjudge.candidates`` at the start, and
+``pcfjudge.split`` (its orders disagreed) at the end.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Literal, TypeVar
 
 from pcfjudge.backends.registry import Jury, ResolvedModel
+from pcfjudge.engine.chat_runs import ChatResult, ChatTask
 from pcfjudge.engine.listwise_runs import ListwiseResult, ListwiseTask
 from pcfjudge.engine.pairwise_passes import PairwiseResult, PairwiseTask
 from pcfjudge.engine.progress import RunEvent, Watch
@@ -24,12 +27,12 @@ from pcfjudge.telemetry import tracing
 if TYPE_CHECKING:
     from opentelemetry.trace import Span
 
-R = TypeVar("R", ListwiseResult, PairwiseResult)
+R = TypeVar("R", ListwiseResult, PairwiseResult, ChatResult)
 
 
 async def traced(
-    name: Literal["listwise", "pairwise"],
-    task: ListwiseTask | PairwiseTask,
+    name: Literal["listwise", "pairwise", "chat"],
+    task: ListwiseTask | PairwiseTask | ChatTask,
     watch: Watch,
     judgment: Callable[[Watch], Awaitable[R]],
 ) -> R:
@@ -61,7 +64,7 @@ def _heard(span: Span, event: RunEvent) -> None:
     tracing.event(span, name, {f"pcfjudge.{k}": v for k, v in event.data.items() if isinstance(v, str | int | float)})
 
 
-def task_attributes(task: ListwiseTask | PairwiseTask) -> tracing.Attributes:
+def task_attributes(task: ListwiseTask | PairwiseTask | ChatTask) -> tracing.Attributes:
     out: tracing.Attributes = {}
     model = task.model
     if isinstance(model, Jury):
@@ -76,6 +79,11 @@ def task_attributes(task: ListwiseTask | PairwiseTask) -> tracing.Attributes:
         out["pcfjudge.candidates"] = len(task.ids)
         if task.auto is not None:
             out["pcfjudge.k_auto"] = True
+    elif isinstance(task, ChatTask):
+        found = task.found
+        out["pcfjudge.template"] = found.template.name if found is not None else "none"
+        out["pcfjudge.orders"] = len(task.orders)
+        out["pcfjudge.candidates"] = len(found.spans) if found is not None else 0
     else:
         out["pcfjudge.candidates"] = 2
         out["pcfjudge.keyed"] = task.keyed
@@ -84,11 +92,11 @@ def task_attributes(task: ListwiseTask | PairwiseTask) -> tracing.Attributes:
     return out
 
 
-def result_attributes(result: ListwiseResult | PairwiseResult, named: bool = False) -> tracing.Attributes:
+def result_attributes(result: ListwiseResult | PairwiseResult | ChatResult, named: bool = False) -> tracing.Attributes:
     """What a judgment did (``named``: its model was named at the start already). Each attribute costs a little
     to record and more to export (docs/operations/tracing.md): what a field of the response already says in another
     way (``degraded``: some run failed) is left out."""
-    runs = result.runs if isinstance(result, ListwiseResult) else result.passes
+    runs = result.passes if isinstance(result, PairwiseResult) else result.runs
     failed = sum(1 for r in runs if r.error)
     out: tracing.Attributes = {
         "pcfjudge.runs.ok": len(runs) - failed,
@@ -102,6 +110,9 @@ def result_attributes(result: ListwiseResult | PairwiseResult, named: bool = Fal
         out["pcfjudge.stopped"] = str(result.stopped)
     if result.cost_usd is not None:
         out["pcfjudge.cost_usd"] = result.cost_usd
-    if result.jury is not None:
+    if isinstance(result, ChatResult):
+        if result.decision is not None:
+            out["pcfjudge.split"] = result.decision.split
+    elif result.jury is not None:
         out["pcfjudge.jurors"] = [j.model for j in result.jury.jurors]
     return out

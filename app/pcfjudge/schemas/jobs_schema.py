@@ -11,7 +11,9 @@ from pydantic import BaseModel, Field
 
 from pcfjudge.schemas.common import Strict
 
-JobEndpoint = Literal["/judge/listwise", "/judge/pairwise", "/v1/reward", "/v1/rerank", "/v2/rerank"]
+JobEndpoint = Literal[
+    "/judge/listwise", "/judge/pairwise", "/v1/reward", "/v1/rerank", "/v2/rerank", "/v1/chat/completions"
+]
 JOB_ENDPOINTS: tuple[str, ...] = get_args(JobEndpoint)
 """The routes a job may run: every JSON judging route that also takes ``Prefer: respond-async``."""
 

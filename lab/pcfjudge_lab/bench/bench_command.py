@@ -415,6 +415,30 @@ def _add_http(kinds: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     http.set_defaults(func=_http)
 
 
+def _chat(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from pcfjudge_lab.bench.chat_bench import format_report, run
+
+    pairs, straight, through = asyncio.run(run(Path(args.pairs) if args.pairs else None, args.limit))
+    print(format_report(pairs, [straight, through]))
+    return 0
+
+
+def _add_chat(kinds: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    chat = kinds.add_parser(
+        "chat",
+        help="a framework's judge prompt straight to a position-biased judge vs through /v1/chat/completions",
+        description="On the bundled JudgeBench pairs (gpt-4o split), MT-Bench's pair-v2 prompt in both orders, sent "
+        "straight to the simulated judge (one call per order) and through /v1/chat/completions (the HTTP app in "
+        "process, the same judge), side by side in one run: accuracy against the labels, order consistency, the "
+        "share won by the answer shown first, and the judge calls each made.",
+    )
+    chat.add_argument("--pairs", default=None, help="a JudgeBench JSONL split (default: the bundled gpt-4o split)")
+    chat.add_argument("--limit", type=int, default=None, help="the first N pairs (default: all)")
+    chat.set_defaults(func=_chat)
+
+
 def add_bench_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     bench = sub.add_parser("bench", help="benchmarks that print measured figures (see README)")
     kinds = bench.add_subparsers(dest="bench", metavar="BENCH", required=True)
@@ -445,3 +469,4 @@ def add_bench_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser])
     _add_deadline(kinds)
     _add_tracing(kinds)
     _add_loop(kinds)
+    _add_chat(kinds)

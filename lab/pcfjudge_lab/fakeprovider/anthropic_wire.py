@@ -81,6 +81,11 @@ class AnthropicWire:
         parts = _prompt_parts(body)
         prompt = "".join(text for text, _ in parts)
         schema = next((t.get("input_schema") for t in tools if t.get("name") == name), None)
+        sent = [("system", system)] if system else []
+        for m in messages:
+            if isinstance(m, dict) and m.get("role") in ("user", "assistant"):
+                text = "".join(b.get("text", "") for b in _blocks(m.get("content")) if b.get("type") == "text")
+                sent.append((str(m["role"]), text))
         return Parsed(
             model,
             system,
@@ -89,6 +94,7 @@ class AnthropicWire:
             prompt,
             _cache_prefix(parts),
             schema if isinstance(schema, dict) else None,
+            tuple(sent),
         )
 
     def error(
@@ -109,20 +115,23 @@ class AnthropicWire:
             content = [{"type": "tool_use", "id": f"toolu_{reply.ident}", "name": tool, "input": reply.answer}]
             stop = "tool_use"
         else:
-            content, stop = [{"type": "text", "text": json.dumps(reply.answer)}], "end_turn"
+            text = reply.text if reply.text is not None else json.dumps(reply.answer)
+            content, stop = [{"type": "text", "text": text}], "end_turn"
         if reply.fault == "truncated" and tool:
             content, stop = (
                 [{"type": "tool_use", "id": f"toolu_{reply.ident}", "name": tool, "input": {}}],
                 "max_tokens",
             )
         elif reply.fault == "truncated":
-            content, stop = [{"type": "text", "text": json.dumps(reply.answer)[:40]}], "max_tokens"
+            text = reply.text if reply.text is not None else json.dumps(reply.answer)
+            content, stop = [{"type": "text", "text": text[:40]}], "max_tokens"
         elif reply.fault in ("refusal", "content_filter"):
             category = "general_harms" if reply.fault == "content_filter" else None
             content, stop = [], "refusal"
             stop_details = {"type": "refusal", "category": category, "explanation": "Declined by the fake provider."}
         elif reply.fault == "bad_json":
-            content, stop = [{"type": "text", "text": broken_json(reply.answer)}], "end_turn"
+            text = broken_json(reply.answer) if reply.text is None else "I cannot decide between them."
+            content, stop = [{"type": "text", "text": text}], "end_turn"
         prefix = reply.prefix_tokens
         body = {
             "id": f"msg_{reply.ident}",

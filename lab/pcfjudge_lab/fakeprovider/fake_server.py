@@ -93,6 +93,11 @@ async def _provider_call(request: Request, wire: Wire) -> Response:
         return _http_fault(wire, fault, state, ident)
     if fault == "slow":
         await _slow(request, state.live.slow_seconds)
+    text = task.chat_answer(parsed.messages, state.config.seed) if parsed.schema_name is None else None
+    if text is not None:
+        state.completions[wire.name] += 1
+        prompt_tokens = task.tokens(parsed.prompt)
+        return wire.reply(Reply(parsed, {}, fault, prompt_tokens, 0, False, ident, text))
     call = task.recover(parsed.system, parsed.user, parsed.schema_name, parsed.schema)
     if call is None:
         return wire.error(

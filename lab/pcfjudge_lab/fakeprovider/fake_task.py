@@ -1,5 +1,10 @@
 """Recover the judging task from a rendered prompt and answer it with the simulated judge (optionally broken).
 
+A framework's own judge prompt (MT-Bench, Arena-Hard-Auto, AlpacaEval, RewardBench, Prometheus, JudgeBench, or
+candidates between pcfjudge's markers: the service's chat templates, ``recognise_template``) is answered first, as the
+simulated judge answers the service's chat calls: in that template's verdict format, preferring the answer shown
+first (``chat_answer``).
+
 The task is read back with ``read_blocks`` (QUESTION, an optional REFERENCE, then CANDIDATE <label> blocks for listwise
 or RESPONSE A / RESPONSE B for pairwise and keyed prompts); the kind comes from the schema or tool name. Without one (JSON mode or
 prompt-only JSON) it is guessed from the blocks: candidates → listwise; two responses → keyed when the prompt asks
@@ -16,12 +21,14 @@ from typing import Any
 from pcfjudge.surface import (
     LABELS,
     CallKind,
+    ChatPayload,
     JudgeCall,
     SimJudge,
     SimParams,
     listwise_schema_v2,
     pairwise_schema_v2,
     read_blocks,
+    recognise_template,
     shaped,
 )
 
@@ -31,6 +38,29 @@ KINDS: dict[str, CallKind] = {
     "keyed_judgment": "keyed",
 }
 _QUESTION_END = re.compile(r"<<<END QUESTION [0-9a-f]{16}>>>")
+
+
+def chat_answer(messages: tuple[tuple[str, str], ...], seed: int) -> str | None:
+    """A framework's judge prompt answered in its template's verdict format (the simulated judge's ``chat``, with
+    its first-position preference), or None when ``messages`` hold no template the service knows."""
+    found = recognise_template(messages)
+    if found is None:
+        return None
+    call = JudgeCall(
+        kind="chat",
+        model="default",
+        system="",
+        prefix="",
+        body="",
+        schema_name="chat",
+        schema={},
+        question=found.question,
+        displayed=found.candidates,
+        reference=found.reference,
+        chat=ChatPayload(messages, None, None, found.template, found.labels),
+    )
+    text: str = SimJudge(SimParams(seed=seed)).chat(call)
+    return text
 
 
 def recover(system: str, user: str, schema_name: str | None, schema: dict[str, Any] | None = None) -> JudgeCall | None:

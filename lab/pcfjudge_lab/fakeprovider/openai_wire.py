@@ -61,11 +61,14 @@ class OpenAIWire:
         if not isinstance(messages, list) or not messages:
             return "'messages' must be a non-empty array"
         roles: dict[str, list[str]] = {"system": [], "user": []}
+        sent: list[tuple[str, str]] = []
         for message in messages:
             if isinstance(message, dict):
                 role = "system" if message.get("role") in ("system", "developer") else message.get("role")
                 if role in roles:
                     roles[role].append(_text(message.get("content")))
+                if isinstance(role, str):
+                    sent.append((role, _text(message.get("content"))))
         system, user = "\n\n".join(roles["system"]), "\n\n".join(roles["user"])
         fmt = body.get("response_format")
         named = fmt.get("json_schema") if isinstance(fmt, dict) else None
@@ -73,7 +76,8 @@ class OpenAIWire:
         prefix = question_prefix(user)
         cacheable = system + prefix if prefix else None  # OpenAI caches shared prompt prefixes automatically
         schema = sent_schema(body)
-        return Parsed(model, system, user, name if isinstance(name, str) else None, system + user, cacheable, schema)
+        named_schema = name if isinstance(name, str) else None
+        return Parsed(model, system, user, named_schema, system + user, cacheable, schema, tuple(sent))
 
     def error(
         self, status: int, kind: str, message: str, *, retry_after: float | None = None, ident: str = ""
@@ -84,7 +88,7 @@ class OpenAIWire:
         return JSONResponse(body, status, headers=headers)
 
     def reply(self, reply: Reply) -> JSONResponse:
-        full = json.dumps(reply.answer)
+        full = reply.text if reply.text is not None else json.dumps(reply.answer)
         content: str | None = full
         refusal: str | None = None
         finish = "stop"
@@ -95,7 +99,7 @@ class OpenAIWire:
         elif reply.fault == "content_filter":
             content, finish = None, "content_filter"
         elif reply.fault == "bad_json":
-            content = broken_json(reply.answer)
+            content = broken_json(reply.answer) if reply.text is None else "I cannot decide between them."
         completion_tokens = tokens(content or refusal or "")
         cached = reply.prefix_tokens if reply.prefix_seen else 0
         body = {

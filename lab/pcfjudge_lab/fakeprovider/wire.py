@@ -21,6 +21,7 @@ class Parsed:
     prompt: str  # all the text counted as prompt tokens
     cache_prefix: str | None  # text whose repetition counts as a prompt-cache hit (None: nothing cacheable)
     schema: dict[str, Any] | None = None  # the answer's JSON schema, in whichever dialect it was sent
+    messages: tuple[tuple[str, str], ...] = ()  # (role, text) as sent: a framework's own judge prompt
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +35,7 @@ class Reply:
     prefix_tokens: int
     prefix_seen: bool
     ident: str
+    text: str | None = None  # a chat template's answer, sent as it is (not ``answer`` as JSON)
 
 
 class Wire(Protocol):

@@ -11,7 +11,7 @@ from pcfjudge.settings import Settings
 from prometheus_client import REGISTRY
 
 from tests.doors.chat import framework_prompts as fp
-from tests.support.inprocess import app_client
+from tests.support.inprocess import FakeProvider, app_client, provider_settings
 
 QUESTION = "Name a primary colour."
 CLOSE = ("Blue is one.", "Red.")
@@ -101,3 +101,18 @@ async def test_a_jury_judges_every_order_with_every_juror(client: httpx.AsyncCli
     judgment = r.json()["pcfjudge"]
     assert r.status_code == 200 and {o["model"] for o in judgment["orders"]} == {"sim:default", "sim:oracle"}
     assert len(judgment["orders"]) == 4 and fp.fastchat_winner(r.json()["choices"][0]["message"]["content"]) != "error"
+
+
+async def test_a_deadline_in_the_body_or_prefer_wait_and_a_too_short_one_refused(fake: FakeProvider) -> None:
+    """deadline_ms (pcfjudge's own field) or Prefer: wait, as at every other door: no order finished by then is a
+    504 in OpenAI's error shape; one too short to judge anything is refused before any call."""
+    fake.faults(always="slow", slow_seconds=3.0)
+    messages = fp.mt_bench(QUESTION, *CLOSE)
+    async with app_client(provider_settings("openai", fake)) as client:
+        cut = await client.post(URL, json={"messages": messages, "deadline_ms": 500})
+        waited = await client.post(URL, json={"messages": messages}, headers={"Prefer": "wait=0.5"})
+        short = await client.post(URL, json={"messages": messages, "deadline_ms": 5})
+    for reply in (cut, waited):
+        assert reply.status_code == 504, reply.text
+        assert reply.json()["error"]["message"].startswith("deadline: no order finished by the deadline")
+    assert short.status_code == 422 and short.json()["error"]["param"] == "deadline_ms"

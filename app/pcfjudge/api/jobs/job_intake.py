@@ -28,6 +28,8 @@ from pcfjudge.api.jobs.job_view import location, unavailable
 from pcfjudge.api.middleware.respond_async import preference
 from pcfjudge.cache.job_record import JobRecord, StoreUnavailable
 from pcfjudge.doors.anytime import answer_deadline
+from pcfjudge.doors.chat import chat_plan
+from pcfjudge.doors.chat.chat_protocol import ChatRequest
 from pcfjudge.doors.listwise import listwise_plan
 from pcfjudge.doors.listwise.listwise_protocol import ListwiseRequest
 from pcfjudge.doors.pairwise import pairwise_plan
@@ -87,6 +89,13 @@ def _rerank(services: Services, body: CohereRerankRequest, prefer: str | None) -
     rerank_plan.build_plan(body, services.settings, services.judge)
 
 
+def _chat(services: Services, body: ChatRequest, prefer: str | None) -> None:
+    if body.stream:
+        raise client_error("stream", NOT_STREAMED)
+    answer_deadline(services.settings, body.deadline_ms, prefer)
+    chat_plan.build_plan(body, services.settings, services.judge)
+
+
 Check = Callable[[Services, Any, str | None], None]
 ROUTES: dict[str, tuple[type[BaseModel], Check]] = {
     "/judge/listwise": (ListwiseRequest, _listwise),
@@ -94,6 +103,7 @@ ROUTES: dict[str, tuple[type[BaseModel], Check]] = {
     "/v1/reward": (RewardRequest, _reward),
     "/v1/rerank": (CohereRerankRequest, _rerank),
     "/v2/rerank": (CohereRerankRequest, _rerank),
+    "/v1/chat/completions": (ChatRequest, _chat),
 }
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictInt
 
-from pcfjudge.schemas.common import MODEL_OR_JURY, UsageOut
+from pcfjudge.schemas.common import DEADLINE_MS, MODEL_OR_JURY, UsageOut
 
 Role = Literal["system", "developer", "user", "assistant"]
 
@@ -59,6 +59,9 @@ class ChatRequest(Lenient):
         default=None, description="AlpacaEval's m/M prompt: log-probabilities of m and M from the orders' agreement."
     )
     top_logprobs: int | None = Field(default=None, ge=0, le=20)
+    deadline_ms: StrictInt | None = Field(
+        default=None, ge=1, le=86_400_000, description=f"pcfjudge's own field (not OpenAI's). {DEADLINE_MS}"
+    )
 
 
 class OrderOut(BaseModel):
@@ -88,6 +91,9 @@ class ChatJudgment(BaseModel):
     orders: list[OrderOut]
     usage: UsageOut
     degraded: bool = Field(description="An order failed: the verdict is the others'.")
+    stopped: Literal["deadline"] | None = Field(
+        default=None, description="deadline: the caller's deadline cut an order (the verdict is the others')."
+    )
 
 
 class AssistantMessage(BaseModel):

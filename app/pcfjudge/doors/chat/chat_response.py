@@ -63,6 +63,7 @@ def to_response(result: ChatResult, task: ChatTask, request_id: str, logprobs: b
             **result.usage.as_dict(),
         ),
         degraded=result.degraded,
+        stopped=result.stopped,
     )
     u = result.usage
     choice = Choice(message=AssistantMessage(content=result.content))

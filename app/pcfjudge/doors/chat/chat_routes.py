@@ -46,7 +46,7 @@ async def chat_completions_route(body: ChatRequest, request: Request, response: 
 
 
 async def _answer(body: ChatRequest, request: Request, response: Response, services: ServicesDep) -> Any:
-    watch = watch_of(request, answer_deadline(services.settings, None, request.headers.get("prefer")))
+    watch = watch_of(request, answer_deadline(services.settings, body.deadline_ms, request.headers.get("prefer")))
     plan = build_plan(body, services.settings, services.judge)  # checked here, before any answer
     result = await judged(at := door(request, "chat", body.stream), services.judge.run(plan, watch))
     record_chat(result, services.metrics, at)

@@ -1,0 +1,125 @@
+"""Each framework's own code, installed from PyPI, judging one pair against a ``pcfjudge serve`` in both orders:
+``python -m tests.doors.chat.framework_packages <framework> <base_url> <question> <first> <second>`` prints
+``{"winners": [...], "parsed": [...]}``, the winning text (or "tie") the framework's own parser read for each order.
+
+Run in a subprocess by tests/doors/chat/test_chat_framework_packages.py: the frameworks' imports (and their warnings,
+and LiteLLM's model-cost map, read from its own package copy, never the internet) stay out of pytest's process.
+
+* ``alpaca-eval`` (alpaca_eval 0.6.6): ``alpaca_eval_gpt4``'s prompt file and ``weighted_alpaca_eval_gpt4_turbo``'s,
+  filled by ``utils.make_prompts``, sent by ``decoders.openai.openai_completions`` (its own OpenAI client, pointed
+  here by ``OPENAI_API_BASE``) with the configs' decoding arguments, read by ``completion_parsers.ranking_parser`` and
+  ``completion_parsers.logprob_parser``. alpaca_eval imports ``pkg_resources`` (gone from setuptools 81 and later)
+  for two version helpers it does not call here: a stand-in giving those two is installed when the real one is absent.
+* ``prometheus-eval`` (prometheus_eval 0.1.20): ``PrometheusEval.relative_grade`` with its ``LiteLLM`` model
+  (``openai/<judge>``, ``api_base`` this server), its own prompt, retries and ``parser``.
+* ``litellm``: ``litellm.completion(model="openai/<judge>", api_base=...)`` with Arena-Hard-Auto's prompt.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import os
+import sys
+import types
+from collections.abc import Callable
+from importlib.resources import files
+from typing import Any
+
+JUDGE = "sim:default"
+
+
+def _pkg_resources_stand_in() -> None:
+    try:
+        import pkg_resources  # noqa: F401
+    except ImportError:
+        from packaging.version import parse
+
+        module = types.ModuleType("pkg_resources")
+        module.parse_version = parse  # type: ignore[attr-defined]
+        module.get_distribution = lambda name: types.SimpleNamespace(version=importlib.metadata.version(name))  # type: ignore[attr-defined]
+        sys.modules["pkg_resources"] = module
+
+
+def _alpaca_prompt(config: str, question: str, first: str, second: str) -> str:
+    import pandas as pd
+    from alpaca_eval import utils
+
+    template = (files("alpaca_eval") / "evaluators_configs" / config).read_text()
+    frame = pd.DataFrame([{"instruction": question, "output_1": first, "output_2": second}])
+    prompts, _ = utils.make_prompts(frame, template)
+    return str(prompts[0])
+
+
+def alpaca_eval_gpt4(base: str, question: str, first: str, second: str) -> tuple[str, Any]:
+    from alpaca_eval import completion_parsers
+    from alpaca_eval.decoders.openai import openai_completions
+
+    prompt = _alpaca_prompt("alpaca_eval_gpt4/alpaca_eval.txt", question, first, second)
+    out = openai_completions([prompt], model_name=JUDGE, max_tokens=100, temperature=0)  # the config's arguments
+    (rank,) = completion_parsers.ranking_parser(out["completions"][0])
+    return {1: "first", 2: "second"}[rank], rank
+
+
+def weighted_alpaca_eval_gpt4_turbo(base: str, question: str, first: str, second: str) -> tuple[str, Any]:
+    from alpaca_eval import completion_parsers
+    from alpaca_eval.decoders.openai import openai_completions
+
+    prompt = _alpaca_prompt("alpaca_eval_clf_gpt4_turbo/alpaca_eval_clf.txt", question, first, second)
+    out = openai_completions(
+        [prompt], model_name=JUDGE, max_tokens=1, temperature=1, logprobs=True, top_logprobs=5
+    )  # the config's arguments
+    (preference,) = completion_parsers.logprob_parser(
+        out["completions_all"][0], numerator_token="m", denominator_tokens=["m", "M"], is_binarize=False
+    )
+    p = round(float(preference), 6)  # AlpacaEval's preference, 2 - P(m): 1 the first output, 2 the second
+    return ("first" if p < 1.5 else "second" if p > 1.5 else "tie"), p
+
+
+def prometheus_eval(base: str, question: str, first: str, second: str) -> tuple[str, Any]:
+    from prometheus_eval import PrometheusEval
+    from prometheus_eval.litellm import LiteLLM
+    from prometheus_eval.prompts import HELPFULNESS_RUBRIC, RELATIVE_PROMPT_WO_REF
+
+    judge = PrometheusEval(
+        model=LiteLLM(f"openai/{JUDGE}", api_base=f"{base}/v1"), relative_grade_template=RELATIVE_PROMPT_WO_REF
+    )
+    _, scores = judge.relative_grade(
+        instructions=[question], responses_A=[first], responses_B=[second], rubric=HELPFULNESS_RUBRIC
+    )
+    return {"A": "first", "B": "second"}[scores[0]], scores[0]
+
+
+def litellm_arena_hard(base: str, question: str, first: str, second: str) -> tuple[str, Any]:
+    import litellm
+
+    from tests.doors.chat import framework_prompts as fp
+
+    reply = litellm.completion(
+        model=f"openai/{JUDGE}", api_base=f"{base}/v1", messages=fp.arena_hard(question, first, second), temperature=0
+    )
+    label = fp.arena_hard_score(reply.choices[0].message.content)
+    return {"A>>B": "first", "A>B": "first", "A=B": "tie", "B>A": "second", "B>>A": "second"}[str(label)], label
+
+
+FRAMEWORKS: dict[str, Callable[[str, str, str, str], tuple[str, Any]]] = {
+    "alpaca-eval-gpt4": alpaca_eval_gpt4,
+    "weighted-alpaca-eval-gpt4-turbo": weighted_alpaca_eval_gpt4_turbo,
+    "prometheus-eval": prometheus_eval,
+    "litellm-arena-hard": litellm_arena_hard,
+}
+
+
+def main(framework: str, base: str, question: str, a: str, b: str) -> dict[str, Any]:
+    os.environ.update(OPENAI_API_BASE=f"{base}/v1", OPENAI_API_KEY="unused", LITELLM_LOCAL_MODEL_COST_MAP="True")
+    _pkg_resources_stand_in()
+    winners, parsed = [], []
+    for first, second in ((a, b), (b, a)):
+        side, label = FRAMEWORKS[framework](base, question, first, second)
+        winners.append({"first": first, "second": second, "tie": "tie"}[side])
+        parsed.append(label)
+    return {"winners": winners, "parsed": parsed}
+
+
+if __name__ == "__main__":
+    print(json.dumps(main(*sys.argv[1:6])))
