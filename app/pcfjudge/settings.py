@@ -119,7 +119,8 @@ class AccessAndSpend(BaseModel):
     max_queued_calls: int = Field(
         1024,
         ge=0,
-        description="Backend calls that may wait for a free slot per backend and process; past it: 503. At least "
+        description="Backend calls that may wait for a free slot ahead of a request's, per backend and process (a "
+        "lower class's queued calls are not ahead: docs/operations/fleets.md); past it: 503. At least "
         "PCFJ_MAX_REWARD_CALLS_PER_REQUEST, so one request the other limits admit fits on an idle backend.",
     )
     max_pending_per_key: int | None = Field(

@@ -251,7 +251,7 @@ def test_fuzz_reservations_are_made_per_call_task_and_released_exactly_once(
         await asyncio.gather(watcher, return_exceptions=True)
         assert slots.reserved == 0, "every reservation released exactly once"
         assert slots._free == size and not slots._running
-        assert not [w for w in slots._queue if not w.future.done()]
+        assert not [w for line in slots._lines.values() for w in line.in_turn() if not w.future.done()]
         assert not runner._inflight and not runner._waiters
         assert not errors, errors
         assert checks > 0

@@ -16,6 +16,8 @@ watch differs.
 * ``on_outcome``: called with each call's outcome as it finishes, cache hits first (a job's progress).
 * ``meter``: the backend attempts of the whole request (``spend.Meter``; a reward request's, over all its groups);
   ``Judge.run`` opens the judgment's own meter within it.
+* ``priority`` and ``key``: the class its calls wait for a backend slot in (``backends.slots``: interactive, stream,
+  background), and the API key whose turn they take in it; set at the door (``http.deps.watch_of``, ``http.streaming``).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from pcfjudge.backends.slots import ANYONE, Priority
 from pcfjudge.engine.calls import CallOutcome, CallSpec
 from pcfjudge.engine.spend import Meter
 
@@ -65,14 +68,18 @@ class Watch:
     meter: Meter | None = None
     until: float = math.inf  # set by ``Judge.run``: when every call must be done (``loop.time()``)
     observers: tuple[Listener, ...] = ()
+    priority: Priority = "interactive"  # the class its calls wait for a slot in
+    key: str = ANYONE  # the calling API key's name: its turn within the class
 
     def until_at(self, until: float) -> Watch:
         """This watch, its calls done by ``until`` (``dataclasses.replace``, spelled out: it is on every request's way)."""
-        return Watch(self.answer_by, self.timeout_s, self.listener, self.on_outcome, self.meter, until, self.observers)
+        w = self
+        return Watch(w.answer_by, w.timeout_s, w.listener, w.on_outcome, w.meter, until, w.observers, w.priority, w.key)
 
     def metered(self, meter: Meter | None) -> Watch:
         """This watch, its attempts counted by ``meter``."""
-        return Watch(self.answer_by, self.timeout_s, self.listener, self.on_outcome, meter, self.until, self.observers)
+        w = self
+        return Watch(w.answer_by, w.timeout_s, w.listener, w.on_outcome, meter, w.until, w.observers, w.priority, w.key)
 
     def observed(self, observer: Listener) -> Watch:
         """This watch, ``observer`` also hearing its light events."""

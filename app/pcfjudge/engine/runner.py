@@ -10,7 +10,8 @@ The one failure policy of the service lives here (SDK retries are off):
 
 Admission control (``Slots.reserve``) admits the calls a request needs before any starts, or refuses at once: one
 reservation per call task the request starts, released exactly once when the task ends. A call waiting for a slot
-that can no longer meet its deadline is shed (``Shed``: a 503 run failure with Retry-After).
+that can no longer meet its deadline is shed (``Shed``: a 503 run failure with Retry-After). A call waits for its slot
+in the class and key's turn of the request that started it (``Watch.priority``, ``Watch.key``).
 
 What calls cost (``engine.spend``): every attempt, retries included, is counted against the judgment's meter (its
 ``Watch``'s) before it is made (and not made once the meter is spent: ``over_limit``). A call is charged to the request
@@ -30,7 +31,7 @@ from typing import Protocol
 
 from pcfjudge.backends.base import BackendError, BackendTimeout, Completion, Refused, Truncated
 from pcfjudge.backends.registry import ResolvedModel
-from pcfjudge.backends.slots import Saturated, Shed
+from pcfjudge.backends.slots import ANYONE, Priority, Saturated, Shed
 from pcfjudge.cache.flight import SharedFlight
 from pcfjudge.cache.interface import PARSED, CacheValue
 from pcfjudge.engine.calls import CallOutcome as CallOutcome  # re-exported: the judges and eval import them here
@@ -123,7 +124,7 @@ class Runner:
         flights = [self._scoped(specs[i].key) for i in misses] if cache_mode != "bypass" else []
         starts = len(misses) if cache_mode == "bypass" else len({f for f in flights if f not in self._inflight})
         try:
-            model.limit.reserve(starts, deadline - loop.time())
+            model.limit.reserve(starts, deadline - loop.time(), watch.priority)
         except Saturated as exc:  # the backend cannot take them: the service declines the request (503)
             raise Refusal(exc.kind, exc.detail, retry_after=exc.retry_after) from None
         pending: dict[int, asyncio.Task[CallOutcome]] = {}
@@ -175,8 +176,9 @@ class Runner:
             self.observer.single_flight_wait()
             tracing.shared(model.string, "request")
         else:
-            task = asyncio.create_task(self._call_once(spec, model, Attempts(watch.until, watch.meter), cache_mode))
-            task.add_done_callback(lambda _t: model.limit.release(1))
+            by = Attempts(watch.until, watch.meter, watch.priority, watch.key)
+            task = asyncio.create_task(self._call_once(spec, model, by, cache_mode))
+            task.add_done_callback(lambda _t: model.limit.release(1, by.priority))
             if flight is not None:
                 self._inflight[flight] = task
                 task.add_done_callback(partial(self._forget, flight))
@@ -239,7 +241,7 @@ class Runner:
                 return _failure(BackendTimeout("request deadline passed"), started, usage)
             call_started = time.perf_counter()
             try:
-                completion = await _attempt(spec, model, by, remaining)
+                completion = await _attempt(spec, model, by, remaining, self.observer)
                 usage = usage + completion.usage
                 answer = spec.validate(completion.text)
                 parsed = spec.decode(answer) if spec.decode is not None else None
@@ -301,19 +303,24 @@ class Runner:
 
 @dataclass(frozen=True, slots=True)
 class Attempts:
-    """What a call task's attempts answer to: the instant they must be done by, and the meter of the judgment that
-    started the call (None: nothing counted)."""
+    """What a call task's attempts answer to: the instant they must be done by, the meter of the judgment that
+    started the call (None: nothing counted), and its class and key (``Watch``'s)."""
 
     until: float
     meter: Meter | None
+    priority: Priority = "interactive"
+    key: str = ANYONE
 
 
-async def _attempt(spec: CallSpec, model: ResolvedModel, by: Attempts, remaining: float) -> Completion:
+async def _attempt(
+    spec: CallSpec, model: ResolvedModel, by: Attempts, remaining: float, observer: Observer
+) -> Completion:
     """One backend attempt: wait for a slot (inside the deadline), count it against the judgment's meter, call."""
     async with asyncio.timeout(remaining):  # waiting for a slot counts against the deadline
         waiting = time.perf_counter()
-        async with model.limit.slot(by.until):
+        async with model.limit.slot(by.until, by.priority, by.key):
             tracing.queued(waiting)  # the slot's wait, on the call's span
+            observer.slot_wait(model.string, by.priority, time.perf_counter() - waiting)
             refused = by.meter.try_call() if by.meter is not None else None  # every attempt counted; none past it
             if refused is not None:
                 raise OverLimit(f"the request's backend calls ({refused}) are spent; no retry left")

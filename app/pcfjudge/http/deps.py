@@ -6,6 +6,7 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
+from pcfjudge import context
 from pcfjudge.engine.progress import PLAIN, AnswerBy, Watch
 from pcfjudge.http.loopback import JOB_SCOPE
 from pcfjudge.services import Services
@@ -38,9 +39,10 @@ def door(request: Request, name: DoorName, streaming: bool = False) -> Door:
 
 
 def watch_of(request: Request, answer_by: AnswerBy | None) -> Watch:
-    """How this request's judgment runs (``engine.progress.Watch``): by the caller's deadline; a job's own request
-    (``JOB_SCOPE``) may take the job's time and reports each call to the job's progress."""
-    job = request.scope.get(JOB_SCOPE)
+    """How this request's judgment runs (``engine.progress.Watch``): by the caller's deadline, its calls interactive in
+    the calling key's turn; a job's own request (``JOB_SCOPE``) may take the job's time, reports each call to the job's
+    progress and its calls are background."""
+    job, key = request.scope.get(JOB_SCOPE), context.key_name()
     if job is None:
-        return PLAIN if answer_by is None else Watch(answer_by=answer_by)
-    return Watch(answer_by=answer_by, timeout_s=job.timeout_s, on_outcome=job.on_outcome)
+        return PLAIN if answer_by is None and key == context.ANONYMOUS else Watch(answer_by=answer_by, key=key)
+    return Watch(answer_by, job.timeout_s, on_outcome=job.on_outcome, priority="background", key=key)

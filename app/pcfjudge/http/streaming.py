@@ -22,6 +22,7 @@ import orjson
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from pcfjudge import context
+from pcfjudge.backends.slots import Priority
 from pcfjudge.engine.progress import RunEvent, Watch
 from pcfjudge.http.error_handlers import as_api_error, error_body
 
@@ -38,7 +39,7 @@ async def stream(
 
     async def judge() -> dict[str, Any]:
         try:
-            return await judgment(replace(watch, listener=partial(_streamed, queue)))
+            return await judgment(replace(watch, listener=partial(_streamed, queue), priority=_streaming(watch)))
         finally:
             queue.put_nowait(_DONE)
 
@@ -52,6 +53,11 @@ async def stream(
     if first is _DONE and not task.cancelled() and task.exception() is not None:
         raise task.exception()  # type: ignore[misc]  # the ordinary error answer: nothing has been sent yet
     return EventSourceResponse(_events(task, queue, first, request_id), ping=15, send_timeout=30)
+
+
+def _streaming(watch: Watch) -> Priority:
+    """A stream's calls wait for slots after direct requests' (``backends.slots``); background work stays so."""
+    return "stream" if watch.priority == "interactive" else watch.priority
 
 
 def _streamed(queue: asyncio.Queue[RunEvent | object], event: RunEvent) -> None:

@@ -29,6 +29,10 @@ class Observer(Protocol):
         """A judgment's light event (``engine.progress.LIGHT``: cached, round, juror, stopped), as it happens."""
         ...
 
+    def slot_wait(self, model: str, priority: str, seconds: float) -> None:
+        """A call of class ``priority`` got a backend slot after waiting ``seconds`` (``backends.slots``)."""
+        ...
+
 
 class _Noop:
     def backend_call(self, model: str, outcome: str, seconds: float, usage: Usage | None) -> None:
@@ -47,6 +51,9 @@ class _Noop:
         return None
 
     def judgment_event(self, kind: str, data: dict[str, Any]) -> None:
+        return None
+
+    def slot_wait(self, model: str, priority: str, seconds: float) -> None:
         return None
 
 

@@ -208,6 +208,10 @@ JUDGE_DRIFT_P = Gauge(
     [*JUDGE_LABELS, "measure"],
     multiprocess_mode="livemostrecent",
 )
+SLOT_WAIT_SECONDS = Histogram(
+    "pcfjudge_slot_wait_seconds", "Backend calls' wait for a call slot by class", ["provider", "class"],
+    buckets=(0.001, 0.005, 0.025, *LLM_BUCKETS),
+)  # fmt: skip
 FLEET = ["fleet", "endpoint"]  # a fleet's model_name and an endpoint's id: both from PCFJ_MODELS_FILE (bounded)
 FLEET_OUTSTANDING = Gauge(
     "pcfjudge_fleet_outstanding_calls", "Calls in flight per fleet endpoint", FLEET, multiprocess_mode="livesum"
@@ -310,6 +314,9 @@ class Metrics:
                 WINDOWS_JUDGED.observe(data["windows_judged"])
             elif data.get("judgment") == "listwise" and reason not in ("planned", "failed"):
                 child(STOPS, reason).inc()
+
+    def slot_wait(self, model: str, priority: str, seconds: float) -> None:
+        child(SLOT_WAIT_SECONDS, model.partition(":")[0], priority).observe(seconds)
 
     # Route-level recording
     def cost(self, model: str, usd: float | None, door: Door) -> None:

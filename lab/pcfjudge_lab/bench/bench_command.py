@@ -331,6 +331,44 @@ def _add_deadline(kinds: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     deadline.set_defaults(func=_deadline)
 
 
+def _priority(args: argparse.Namespace) -> int:
+    from pcfjudge_lab.bench.priority_bench import PriorityBench, format_report, run
+
+    bench = PriorityBench(
+        requests=args.requests,
+        k=args.k,
+        clients=args.clients,
+        latency_ms=args.latency_ms,
+        concurrency=args.backend_concurrency,
+        job_k=args.job_k,
+        job_workers=args.job_workers,
+        one_class=args.one_class,
+    )
+    print(format_report(bench, asyncio.run(run(bench))))
+    return 0
+
+
+def _add_priority(kinds: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    priority = kinds.add_parser(
+        "priority",
+        help="interactive requests' p50/p99 on an idle backend and on one jobs saturate, side by side",
+        description="Direct /judge/listwise requests against the simulated judge through the HTTP app in process, "
+        "first on an idle backend, then while jobs (POST /v1/jobs) keep more calls waiting than the backend has "
+        "slots; with --one-class also with every call in one class (first come first served, as before classes). "
+        "Prints p50, p99 and max of each pass and the background calls served meanwhile.",
+    )
+    arg = priority.add_argument
+    arg("--requests", type=int, default=100, help="interactive requests per pass (default 100)")
+    arg("--k", type=int, default=3, help="runs per interactive request (default 3)")
+    arg("--clients", type=int, default=2, help="interactive requests in flight (default 2)")
+    arg("--latency-ms", type=float, default=200.0, help="the judge's median call latency (default 200)")
+    arg("--backend-concurrency", type=int, default=16, help="PCFJ_BACKEND_CONCURRENCY (default 16)")
+    arg("--job-k", type=int, default=16, help="runs per job (default 16)")
+    arg("--job-workers", type=int, default=8, help="PCFJ_JOB_WORKERS: jobs running at once (default 8)")
+    arg("--one-class", action="store_true", help="also the loaded pass with every call in one class")
+    priority.set_defaults(func=_priority)
+
+
 def _tracing(args: argparse.Namespace) -> int:
     from pcfjudge_lab.bench.tracing_bench import TracingBench, format_report, run
 
@@ -467,6 +505,7 @@ def add_bench_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser])
     _add_ranking(kinds)
     _add_jury(kinds)
     _add_deadline(kinds)
+    _add_priority(kinds)
     _add_tracing(kinds)
     _add_loop(kinds)
     _add_chat(kinds)

@@ -25,12 +25,15 @@ from pcfjudge.surface import (
     PromptStyle,
     Reliability,
     RunJudgments,
+    Watch,
     listwise_version,
 )
 from pcfjudge.surface import consensus as cons
 
 from pcfjudge_lab.calibrate.pinned import SCHEDULE_SEED, Item, PinnedSlice
 
+BATCH = Watch(priority="background")
+"""A calibration's calls take the backend slots direct requests leave (``backends.slots``)."""
 ORACLE = "sim:oracle"  # the simulated judge that is told the gold answer (as the eval harness tells it)
 
 
@@ -83,7 +86,7 @@ async def judge_items(
     async def one(item: Item) -> Outcome:
         async with limit:
             try:
-                result = await judge.listwise(task_for(item, model, pinned.k, style))
+                result = await judge.listwise(task_for(item, model, pinned.k, style), BATCH)
             except JudgingFailed as exc:
                 return Outcome(False, False, 0, 0, exc.detail)
             return outcome(result, item.gold)

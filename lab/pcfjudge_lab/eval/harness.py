@@ -29,6 +29,7 @@ from pcfjudge.surface import (
     ResolvedModel,
     RunPlan,
     Settings,
+    Watch,
     plan_passes,
     plan_runs,
 )
@@ -43,6 +44,8 @@ if TYPE_CHECKING:
     from pcfjudge.surface import Judge
 
 MANIFEST = "manifest.json"
+BATCH = Watch(priority="background")
+"""How an eval's judgments run: their calls take the backend slots direct requests leave (``backends.slots``)."""
 ORACLE_MODEL = "sim:oracle"  # the simulated judge that is told the right answer (both benchmarks pass it)
 
 T = TypeVar("T")
@@ -110,7 +113,8 @@ class Session:
         runner = ReplayRunner(self.judge.runner, calls, self.log.replay, lambda c, o: self.record(c, line(c, o)))
         judge = self.judge.using(runner=runner, timeout_s=self.timeout_s).unguarded()  # the operator's own run
         try:
-            await (judge.listwise(task) if isinstance(task, ListwiseTask) else judge.pairwise(task))
+            # background: an eval takes the capacity direct requests leave (docs/operations/fleets.md)
+            await (judge.listwise(task, BATCH) if isinstance(task, ListwiseTask) else judge.pairwise(task, BATCH))
         except JudgingFailed as exc:
             errors = [r.error or "" for r in exc.runs] or [exc.detail]
             if all(unreachable(error) for error in errors):  # the engine went away: every further item would fail
