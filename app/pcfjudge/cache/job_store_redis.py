@@ -23,7 +23,8 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-from pcfjudge.cache.job_record import RECORD_BYTES, Admission, JobRecord, Renewal, StoreUnavailable
+from pcfjudge.cache import job_redis_scripts as lua
+from pcfjudge.cache.job_record import Admission, JobRecord, Renewal, StoreUnavailable
 from pcfjudge.cache.redis_cache import RedisCache, RedisUnavailable
 
 T = TypeVar("T")
@@ -38,176 +39,6 @@ def job_key(job_id: str) -> str:
 
 def owner_key(owner: str) -> str:
     return f"pcfj:jobs:owner:{{{owner}}}"
-
-
-_NOW = "local t = redis.call('TIME') local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
-_MS = "local function ms(x) return string.format('%.0f', x) end\n"
-
-# KEYS = owner index; ARGV = id, bytes, max jobs, max bytes, ttl ms. Returns {1|0|-1, active, bytes kept, now}.
-# An entry of the earlier form "<bytes>:<expiry>" is a queued or running job's.
-_ADMIT = (
-    _NOW
-    + _MS
-    + """
-local entries = redis.call('HGETALL', KEYS[1])
-local count, total = 0, 0
-for i = 1, #entries, 2 do
-  local size, expires, state = string.match(entries[i + 1], '^(%d+):(%d+):?(%a*)$')
-  if size == nil or tonumber(expires) <= now then
-    redis.call('HDEL', KEYS[1], entries[i])
-  else
-    total = total + tonumber(size)
-    if state ~= 'e' then count = count + 1 end
-  end
-end
-if count >= tonumber(ARGV[3]) then return {0, count, total, now} end
-if total + tonumber(ARGV[2]) > tonumber(ARGV[4]) then return {-1, count, total, now} end
-redis.call('HSET', KEYS[1], ARGV[1], ARGV[2] .. ':' .. ms(now + tonumber(ARGV[5])) .. ':q')
-redis.call('PEXPIRE', KEYS[1], ARGV[5])
-return {1, count, total, now}
-"""
-)
-# KEYS = owner index; ARGV = id, bytes, ttl ms: the job has ended and keeps ``bytes`` for ``ttl ms`` more.
-_KEEP = (
-    _NOW
-    + _MS
-    + """
-redis.call('HSET', KEYS[1], ARGV[1], ARGV[2] .. ':' .. ms(now + tonumber(ARGV[3])) .. ':e')
-if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[3]) then redis.call('PEXPIRE', KEYS[1], ARGV[3]) end
-return 1
-"""
-)
-# KEYS = queue, tags; ARGV = id, owner. Queues the job at its fair tag.
-_ENQUEUE = (
-    _MS
-    + """
-local last = tonumber(redis.call('HGET', KEYS[2], ':v') or '0')
-local tag = math.max(last, tonumber(redis.call('HGET', KEYS[2], ARGV[2]) or '0'))
-redis.call('HSET', KEYS[2], ARGV[2], ms(tag + 1))
-redis.call('ZADD', KEYS[1], ms(tag), ARGV[1])
-return 1
-"""
-)
-# KEYS = queue, tags; ARGV = id. Takes the job out of the queue; its tag becomes the tag last taken.
-_DEQUEUE = (
-    _MS
-    + """
-local tag = redis.call('ZSCORE', KEYS[1], ARGV[1])
-if not tag then return 0 end
-redis.call('ZREM', KEYS[1], ARGV[1])
-local last = tonumber(redis.call('HGET', KEYS[2], ':v') or '0')
-if tonumber(tag) > last then redis.call('HSET', KEYS[2], ':v', ms(tonumber(tag))) end
-return 1
-"""
-)
-# KEYS = queue, tags; ARGV = id. A job given back: first in line.
-_REQUEUE = (
-    _MS
-    + """
-local last = tonumber(redis.call('HGET', KEYS[2], ':v') or '0')
-redis.call('ZADD', KEYS[1], ms(last - 1), ARGV[1])
-return 1
-"""
-)
-# KEYS = job; ARGV = ttl ms, then field, value pairs.
-_CREATE = "redis.call('HSET', KEYS[1], unpack(ARGV, 2)) redis.call('PEXPIRE', KEYS[1], ARGV[1]) return 1"
-# KEYS = active index; ARGV = limit. Ids due now (lapsed leases; queued jobs of an earlier version), oldest first.
-_DUE = _NOW + "return redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[1]))"
-# What an ended job keeps (job_record.result_bytes), computed where the record is.
-_KEPT = (
-    f"local function kept(response) return {RECORD_BYTES} + string.len(response) + "
-    "string.len(redis.call('HGET', KEYS[1], 'webhook_url') or '') end\n"
-)
-_DROP = "redis.call('HDEL', KEYS[1], 'request', 'headers')\n"
-# KEYS = job; ARGV = runner, lease ms, max attempts, exhausted response. Returns {code, owner, lease until or kept
-# bytes, ttl ms}: 1 claimed, 2 held by a live lease, 3 failed (attempts exhausted), -1 ended, 0 gone.
-_CLAIM = (
-    _NOW
-    + _MS
-    + _KEPT
-    + """
-local f = redis.call('HMGET', KEYS[1], 'status', 'lease_until', 'attempts', 'owner')
-if not f[1] then return {0, '', 0, 0} end
-local lapsed = f[1] == 'running' and tonumber(f[2] or '0') < now
-if f[1] ~= 'queued' and not lapsed then
-  if f[1] == 'running' then return {2, f[4], tonumber(f[2]), 0} end
-  return {-1, f[4], 0, 0}
-end
-local attempts = tonumber(f[3] or '0')
-if attempts >= tonumber(ARGV[3]) then
-  redis.call('HSET', KEYS[1], 'status', 'failed', 'finished_ms', ms(now), 'http_status', '500', 'response', ARGV[4])
-  redis.call('HDEL', KEYS[1], 'runner', 'lease_until')
-"""
-    + _DROP
-    + """
-  return {3, f[4], kept(ARGV[4]), redis.call('PTTL', KEYS[1])}
-end
-local lease = now + tonumber(ARGV[2])
-redis.call('HSET', KEYS[1], 'status', 'running', 'runner', ARGV[1], 'lease_until', ms(lease), 'attempts', attempts + 1)
-if redis.call('HEXISTS', KEYS[1], 'started_ms') == 0 then redis.call('HSET', KEYS[1], 'started_ms', ms(now)) end
-return {1, f[4], lease, 0}
-"""
-)
-# KEYS = job; ARGV = runner, lease ms, progress JSON. Returns {1, lease until} | {0} cancelled | {-1} lost.
-_RENEW = (
-    _NOW
-    + _MS
-    + """
-local f = redis.call('HMGET', KEYS[1], 'status', 'runner')
-if f[1] == 'cancelled' then return {0, 0} end
-if f[1] ~= 'running' or f[2] ~= ARGV[1] then return {-1, 0} end
-local lease = now + tonumber(ARGV[2])
-redis.call('HSET', KEYS[1], 'lease_until', ms(lease), 'progress', ARGV[3])
-return {1, lease}
-"""
-)
-# KEYS = job; ARGV = runner, status, http status, response, progress, ttl ms. Returns {1, owner, kept} | {0, '', 0}.
-_FINISH = (
-    _NOW
-    + _MS
-    + _KEPT
-    + """
-local f = redis.call('HMGET', KEYS[1], 'status', 'runner', 'owner')
-if f[1] ~= 'running' or f[2] ~= ARGV[1] then return {0, '', 0} end
-redis.call('HSET', KEYS[1], 'status', ARGV[2], 'finished_ms', ms(now), 'http_status', ARGV[3], 'response', ARGV[4],
-  'progress', ARGV[5])
-redis.call('HDEL', KEYS[1], 'runner', 'lease_until')
-"""
-    + _DROP
-    + """
-redis.call('PEXPIRE', KEYS[1], ARGV[6])
-return {1, f[3], kept(ARGV[4])}
-"""
-)
-# KEYS = job; ARGV = runner.
-_RELEASE = """
-local f = redis.call('HMGET', KEYS[1], 'status', 'runner')
-if f[1] ~= 'running' or f[2] ~= ARGV[1] then return 0 end
-redis.call('HSET', KEYS[1], 'status', 'queued')
-redis.call('HDEL', KEYS[1], 'runner', 'lease_until')
-redis.call('HINCRBY', KEYS[1], 'attempts', -1)
-return 1
-"""
-# KEYS = job. Returns {1, owner, kept, ttl ms} | {0, '', 0, 0}.
-_CANCEL = (
-    _NOW
-    + _MS
-    + _KEPT
-    + """
-local f = redis.call('HMGET', KEYS[1], 'status', 'owner')
-if f[1] ~= 'queued' and f[1] ~= 'running' then return {0, '', 0, 0} end
-redis.call('HSET', KEYS[1], 'status', 'cancelled', 'finished_ms', ms(now))
-redis.call('HDEL', KEYS[1], 'runner', 'lease_until')
-"""
-    + _DROP
-    + """
-return {1, f[2], kept(''), redis.call('PTTL', KEYS[1])}
-"""
-)
-# KEYS = job; ARGV = field, value. Sets it only on a job that still exists (never a record without its expiry).
-_SET_IF_EXISTS = (
-    "if redis.call('EXISTS', KEYS[1]) == 1 then return redis.call('HSET', KEYS[1], ARGV[1], ARGV[2]) end return 0"
-)
 
 
 class RedisJobStore:
@@ -230,7 +61,7 @@ class RedisJobStore:
     async def admit(self, job: JobRecord, max_jobs: int, max_bytes: int, ttl_s: float) -> Admission:
         ttl_ms = max(1, round(ttl_s * 1000))
         code, count, total, now = await self._eval(
-            _ADMIT, owner_key(job.owner), job.id, job.size, max_jobs, max_bytes, ttl_ms
+            lua.ADMIT, owner_key(job.owner), job.id, job.size, max_jobs, max_bytes, ttl_ms
         )
         count, total, now = int(count), int(total), int(now)
         if int(code) != 1:
@@ -249,8 +80,8 @@ class RedisJobStore:
             fields["webhook_url"] = job.webhook_url
         pairs = [part for item in fields.items() for part in item]
         try:
-            await self._eval(_CREATE, job_key(job.id), ttl_ms, *pairs)
-            await self._queue(_ENQUEUE, job.id, job.owner)
+            await self._eval(lua.CREATE, job_key(job.id), ttl_ms, *pairs)
+            await self._queue(lua.ENQUEUE, job.id, job.owner)
         except StoreUnavailable:
             await self._forget(job.id, job.owner)
             raise
@@ -264,7 +95,7 @@ class RedisJobStore:
         return _record(job_id, raw) if raw and b"status" in raw else None
 
     async def claimable(self, limit: int) -> list[str]:
-        lapsed = [_text(i) for i in await self._eval(_DUE, ACTIVE_KEY, limit)]
+        lapsed = [_text(i) for i in await self._eval(lua.DUE, ACTIVE_KEY, limit)]
         if len(lapsed) >= limit:
             return lapsed
         queued = [_text(i) for i in await self._run(lambda c: c.zrange(QUEUE_KEY, 0, limit - len(lapsed) - 1))]
@@ -274,11 +105,13 @@ class RedisJobStore:
         self, job_id: str, runner: str, lease_s: float, max_attempts: int, exhausted: bytes
     ) -> JobRecord | None:
         lease_ms = max(1, round(lease_s * 1000))
-        code, owner, value, ttl = await self._eval(_CLAIM, job_key(job_id), runner, lease_ms, max_attempts, exhausted)
+        code, owner, value, ttl = await self._eval(
+            lua.CLAIM, job_key(job_id), runner, lease_ms, max_attempts, exhausted
+        )
         code, owner = int(code), _text(owner)
         if code in (1, 2):  # the index's score follows the lease, so the next sweeps skip it until it lapses
             await self._run(lambda c: c.zadd(ACTIVE_KEY, {job_id: int(value)}))
-            await self._queue(_DEQUEUE, job_id)
+            await self._queue(lua.DEQUEUE, job_id)
         if code == 3:
             await self._ended(job_id, owner, int(value), int(ttl))
         elif code in (0, -1):
@@ -287,7 +120,7 @@ class RedisJobStore:
 
     async def renew(self, job_id: str, runner: str, lease_s: float, progress: dict[str, int]) -> Renewal:
         lease_ms = max(1, round(lease_s * 1000))
-        reply = await self._eval(_RENEW, job_key(job_id), runner, lease_ms, json.dumps(progress))
+        reply = await self._eval(lua.RENEW, job_key(job_id), runner, lease_ms, json.dumps(progress))
         code = int(reply[0])
         if code == 1:
             await self._run(lambda c: c.zadd(ACTIVE_KEY, {job_id: int(reply[1])}, xx=True))
@@ -306,7 +139,7 @@ class RedisJobStore:
     ) -> bool:
         ttl_ms = max(1, round(ttl_s * 1000))
         done, owner, size = await self._eval(
-            _FINISH,
+            lua.FINISH,
             job_key(job_id),
             runner,
             status,
@@ -320,25 +153,25 @@ class RedisJobStore:
         return bool(int(done))
 
     async def release(self, job_id: str, runner: str) -> None:
-        if int(await self._eval(_RELEASE, job_key(job_id), runner)):
+        if int(await self._eval(lua.RELEASE, job_key(job_id), runner)):
             await self._run(lambda c: c.zrem(ACTIVE_KEY, job_id))
-            await self._queue(_REQUEUE, job_id)
+            await self._queue(lua.REQUEUE, job_id)
 
     async def cancel(self, job_id: str) -> bool:
-        done, owner, size, ttl = await self._eval(_CANCEL, job_key(job_id))
+        done, owner, size, ttl = await self._eval(lua.CANCEL, job_key(job_id))
         if int(done):
             await self._ended(job_id, _text(owner), int(size), int(ttl))
         return bool(int(done))
 
     async def set_webhook(self, job_id: str, outcome: dict[str, Any]) -> None:
-        await self._eval(_SET_IF_EXISTS, job_key(job_id), "webhook", json.dumps(outcome))
+        await self._eval(lua.SET_IF_EXISTS, job_key(job_id), "webhook", json.dumps(outcome))
 
     async def _ended(self, job_id: str, owner: str, size: int, ttl_ms: int) -> None:
         """An ended job: out of the queue and the lease index; its owner keeps ``size`` bytes for ``ttl_ms``."""
         try:
             await self._forget(job_id, None)
             if owner and ttl_ms > 0:
-                await self._eval(_KEEP, owner_key(owner), job_id, size, ttl_ms)
+                await self._eval(lua.KEEP, owner_key(owner), job_id, size, ttl_ms)
         except StoreUnavailable:
             return  # the admission's entry counts the request's bytes until it expires
 
