@@ -77,7 +77,7 @@ class Services:
             limiter=limiter,
             reliability=book,
             calibration=refresher,
-            jobs=open_job_store(shared),
+            jobs=open_job_store(shared, settings.max_job_store_bytes),
         )
 
     @cached_property

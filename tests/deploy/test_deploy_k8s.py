@@ -192,6 +192,19 @@ def test_dev_points_at_its_own_redis_and_prod_takes_redis_and_api_keys_from_secr
     assert "PCFJ_REDIS_URL" not in env_values(render(TARGETS["base"]))
 
 
+def test_dev_redis_keeps_its_jobs_across_a_restart() -> None:
+    """Issue 37 item 14: the job store is Redis, and a Redis without persistence loses every job when it restarts."""
+    redis = one(render(TARGETS["dev"]), "Deployment", "pcfjudge-redis")["spec"]["template"]["spec"]
+    [c] = redis["containers"]
+    args = c["args"]
+    options = {args[i].lstrip("-"): args[i + 1] for i in range(0, len(args), 2)}
+    assert options["appendonly"] == "yes" and options["appendfsync"] in ("everysec", "always")
+    data = {m["name"] for m in c["volumeMounts"] if m["mountPath"] == options["dir"]}
+    assert data and all(
+        v["name"] not in data or "emptyDir" in v or "persistentVolumeClaim" in v for v in redis["volumes"]
+    )
+
+
 OPERATOR_TARGET_LABELS = {"endpoint", "namespace", "pod", "service", "container", "job", "instance"}
 
 
