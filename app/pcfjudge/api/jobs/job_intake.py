@@ -28,7 +28,6 @@ from pcfjudge.api.jobs.job_view import location, unavailable
 from pcfjudge.api.middleware.respond_async import preference
 from pcfjudge.cache.job_record import Admission, JobRecord, StoreUnavailable, compact_json, request_bytes
 from pcfjudge.doors.anytime import answer_deadline
-from pcfjudge.doors.chat import chat_plan
 from pcfjudge.doors.chat.chat_protocol import ChatRequest
 from pcfjudge.doors.listwise import listwise_plan
 from pcfjudge.doors.listwise.listwise_protocol import ListwiseRequest
@@ -94,6 +93,8 @@ def _chat(services: Services, body: ChatRequest, prefer: str | None) -> None:
     if body.stream:
         raise client_error("stream", NOT_STREAMED)
     answer_deadline(services.settings, body.deadline_ms, prefer)
+    from pcfjudge.doors.chat import chat_plan  # the templates: loaded by the first chat request
+
     chat_plan.build_plan(body, services.settings, services.judge)
 
 
