@@ -192,7 +192,24 @@ class CacheSettings(BaseModel):
     redis_pool_timeout_s: float = Field(
         0.5, gt=0, description="With every pooled connection busy, wait this long for one before failing open."
     )
-    redis_breaker_failures: int = Field(3, ge=1, description="Consecutive Redis failures that open the breaker.")
+    redis_warm_connections: int = Field(
+        8, ge=1, description="Pooled Redis connections opened (and checked) at start-up, before /readyz answers 200."
+    )
+    redis_retries: int = Field(
+        2,
+        ge=0,
+        description="Further tries of a cache operation that met a Redis timeout or broken connection (jittered "
+        "backoff from 10 ms), never past the request deadline; 0: one try.",
+    )
+    redis_breaker_failure_rate: float = Field(
+        0.5, gt=0, le=1, description="Share of Redis operations failing (after their retries) that opens the breaker."
+    )
+    redis_breaker_window_s: float = Field(
+        10.0, gt=0, description="The breaker judges the failure rate over the operations of this many last seconds."
+    )
+    redis_breaker_min_ops: int = Field(
+        20, ge=1, description="Fewest operations within the window before the breaker may open."
+    )
     redis_breaker_cooldown_s: float = Field(5.0, gt=0, description="Open breaker: skip Redis this long, then probe.")
     redis_lock_ttl_s: float = Field(
         10.0, gt=0, description="Cross-replica single-flight lock lifetime; renewed while its holder's call runs."
