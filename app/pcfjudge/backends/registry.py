@@ -7,7 +7,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from pcfjudge.backends.base import Backend
-from pcfjudge.backends.dialects import Dialects
 from pcfjudge.backends.factory import build_backends, build_fleets
 from pcfjudge.backends.sim import SimBackend, SimParams
 from pcfjudge.backends.slots import Slots
@@ -119,6 +118,8 @@ class Registry:
     def dialects(self) -> dict[str, dict[str, object]]:
         """The structured-output dialect each OpenAI-compatible backend sends, and whether the engine has accepted it
         yet (``auto`` learns it from the engine's first refusal; see ``backends.dialects``)."""
+        from pcfjudge.backends.dialects import Dialects  # loaded with the OpenAI backend, which has them
+
         out: dict[str, dict[str, object]] = {}
         for name, backend in sorted(self.backends.items()):
             dialects = getattr(backend, "dialects", None)
