@@ -394,7 +394,10 @@ def _add_tracing(kinds: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
 def _loop(args: argparse.Namespace) -> int:
     from pcfjudge_lab.bench.loop_bench import LoopBench, format_report, run
 
-    bench = LoopBench(args.documents, args.concurrent, args.latency_ms, args.probe_ms, args.alone_probes)
+    bench = LoopBench(
+        args.documents, args.concurrent, args.latency_ms, args.probe_ms, args.alone_probes, args.queued_jobs,
+        args.job_workers,
+    )  # fmt: skip
     print(format_report(bench, run(bench)))
     return 0
 
@@ -413,6 +416,8 @@ def _add_loop(kinds: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     arg("--latency-ms", type=float, default=300.0, help="the fake provider's latency per call (default 300)")
     arg("--probe-ms", type=float, default=20.0, help="time between two /healthz probes (default 20)")
     arg("--alone-probes", type=int, default=150, help="/healthz probes with nothing else running (default 150)")
+    arg("--queued-jobs", type=int, default=100, help="key A's queued jobs in the fairness phase (0: none; default 100)")
+    arg("--job-workers", type=int, default=4, help="job workers in the fairness phase (default 4)")
     loop.set_defaults(func=_loop)
 
 
