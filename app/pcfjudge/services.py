@@ -77,7 +77,7 @@ class Services:
             limiter=limiter,
             reliability=book,
             calibration=refresher,
-            jobs=open_job_store(shared),
+            jobs=open_job_store(shared, settings.max_job_store_bytes),
         )
 
     @cached_property
@@ -88,9 +88,22 @@ class Services:
         return Rewards.build(self.settings, self.judge)
 
     async def start(self) -> None:
-        """Load the calibration records, then reload them every PCFJ_CALIBRATION_REFRESH_S (the app's lifespan)."""
+        """Connect to Redis (warming its pool; in the background until it answers), load the calibration records,
+        then reload them every PCFJ_CALIBRATION_REFRESH_S (the app's lifespan)."""
+        shared = redis_layer(self.cache)
+        if shared is not None:
+            await shared.start(self.settings.redis_warm_connections)
         if self.calibration is not None:
             await self.calibration.start()
+
+    def unready(self) -> str | None:
+        """Why this replica should get no traffic yet (``/readyz`` answers 503), or None: ready. With Redis, until it
+        first answered: a burst sent before would find no shared single flight. A later outage does not make the
+        replica unready: it fails open (each replica calls on its own) rather than leave the balancer nobody."""
+        shared = redis_layer(self.cache)
+        if shared is not None and not shared.connected:
+            return f"waiting for Redis (PCFJ_REDIS_URL) to answer: {shared.last_error or 'connecting'}"
+        return None
 
     async def aclose(self) -> None:
         """Stop the calibration reloads; close the reward collectors, runner, backends and cache, in that order."""

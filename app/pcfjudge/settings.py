@@ -50,6 +50,22 @@ class RequestLimits(BaseModel):
     max_question_chars: int = Field(32_000, ge=1)
     max_candidate_chars: int = Field(32_000, ge=1)
     max_body_bytes: int = Field(2_000_000, ge=1024)
+    max_header_bytes: int = Field(
+        65_536,
+        ge=4096,
+        description="The request line and headers together, in bytes; past it, 431 before authentication "
+        "(docs/operations/safety.md).",
+    )
+    max_header_count: int = Field(
+        256, ge=16, description="Request headers one request may carry; past it, 431 before authentication."
+    )
+    max_json_depth: int = Field(
+        64,
+        ge=8,
+        le=512,
+        description="How deep arrays and objects may nest in a JSON body (a request of the service nests about 5 "
+        "deep); past it, 422 before the body is parsed.",
+    )
     default_k: int = Field(7, ge=1, le=MAX_K)
     max_executions: int = Field(5, ge=1, le=5)
 
@@ -177,7 +193,24 @@ class CacheSettings(BaseModel):
     redis_pool_timeout_s: float = Field(
         0.5, gt=0, description="With every pooled connection busy, wait this long for one before failing open."
     )
-    redis_breaker_failures: int = Field(3, ge=1, description="Consecutive Redis failures that open the breaker.")
+    redis_warm_connections: int = Field(
+        8, ge=1, description="Pooled Redis connections opened (and checked) at start-up, before /readyz answers 200."
+    )
+    redis_retries: int = Field(
+        2,
+        ge=0,
+        description="Further tries of a cache operation that met a Redis timeout or broken connection (jittered "
+        "backoff from 10 ms), never past the request deadline; 0: one try.",
+    )
+    redis_breaker_failure_rate: float = Field(
+        0.5, gt=0, le=1, description="Share of Redis operations failing (after their retries) that opens the breaker."
+    )
+    redis_breaker_window_s: float = Field(
+        10.0, gt=0, description="The breaker judges the failure rate over the operations of this many last seconds."
+    )
+    redis_breaker_min_ops: int = Field(
+        20, ge=1, description="Fewest operations within the window before the breaker may open."
+    )
     redis_breaker_cooldown_s: float = Field(5.0, gt=0, description="Open breaker: skip Redis this long, then probe.")
     redis_lock_ttl_s: float = Field(
         10.0, gt=0, description="Cross-replica single-flight lock lifetime; renewed while its holder's call runs."
@@ -237,12 +270,24 @@ class JobSettings(BaseModel):
     max_job_bytes_per_key: int = Field(
         20_000_000,
         ge=1024,
-        description="Total request bytes of one API key's queued and running jobs; past it, 413.",
+        description="Bytes one API key's jobs keep in the job store, ended ones included until they expire: a queued "
+        "or running job its request (compact JSON), an ended one its result; past it, a new job is 413.",
+    )
+    max_job_store_bytes: int = Field(
+        200_000_000,
+        ge=1_000_000,
+        description="Without Redis: bytes all the jobs of this process keep; past it the oldest ended jobs are "
+        "forgotten first, and a new job that still does not fit is 503 (jobs_full).",
     )
     webhook_secret: SecretStr | None = Field(
         default=None,
         description="Turns job webhooks on: the HMAC-SHA256 key of their X-Pcfjudge-Signature header; unset: a "
         "webhook_url is refused (422).",
+    )
+    webhook_allow: str | None = Field(
+        default=None,
+        description="Comma-separated networks (10.0.0.0/8) or host names a webhook may reach although they are not "
+        "public (loopback, private, link-local, …); unset: public addresses only.",
     )
 
 

@@ -1,6 +1,8 @@
 """Issue 11: schemathesis fuzzes every operation of a real ``pcfjudge serve`` from its own OpenAPI document:
 no server error, every response (success or error) on the schema, invalid requests rejected; at least 1,000
-generated requests in all."""
+generated requests in all. Issue 37: hypothesis also sends every POST route bodies nested up to 200,000 deep and heads
+up to 200 KB and 400 headers, over a plain socket: never a server error, and each refused as its limit says (431 for
+the head, 422 for the nesting)."""
 
 from __future__ import annotations
 
@@ -9,12 +11,14 @@ from collections.abc import Iterator
 
 import pytest
 import schemathesis
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from pcfjudge.api.app import create_app
 from pcfjudge.settings import Settings
 from schemathesis import checks
 
 from tests.support.processes import serve_process
+from tests.support.raw_http import raw_request
 
 pytestmark = pytest.mark.slow
 SENT: Counter[str] = Counter()
@@ -57,3 +61,49 @@ def test_every_operation_holds_its_schema(case: schemathesis.Case, fuzzed_url: s
 
 def test_at_least_1000_requests_were_generated() -> None:
     assert sum(SENT.values()) >= 1000, dict(SENT)
+
+
+POSTS = sorted(path for path, item in create_app(Settings()).openapi()["paths"].items() if "post" in item)
+DEPTHS = st.one_of(st.integers(0, 80), st.sampled_from([63, 64, 65, 1000, 5000, 100_000, 200_000]))
+BRACKETS = st.sampled_from([("[", "]"), ('{"a":', "}"), ('[{"k":', "}]")])
+CONTENT_TYPES = st.sampled_from([("Content-Type", "application/json"), ("Content-Type", "text/plain"), None])
+
+
+def nested(depth: int, brackets: tuple[str, str]) -> tuple[bytes, int]:
+    """A body ``depth`` units deep, and its depth in arrays and objects."""
+    opening, closing = brackets
+    levels = depth * (opening.count("[") + opening.count("{"))
+    return (opening * depth + "1" + closing * depth).encode(), levels
+
+
+@given(
+    path=st.sampled_from(POSTS),
+    depth=DEPTHS,
+    brackets=BRACKETS,
+    content_type=CONTENT_TYPES,
+    pad=st.one_of(st.integers(0, 70_000), st.sampled_from([65_000, 66_000, 200_000])),
+    count=st.one_of(st.integers(0, 300), st.sampled_from([250, 257, 400])),
+)
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow], database=None)
+def test_deep_json_and_large_heads_are_refused_never_a_server_error(
+    fuzzed_url: str,
+    path: str,
+    depth: int,
+    brackets: tuple[str, str],
+    content_type: tuple[str, str] | None,
+    pad: int,
+    count: int,
+) -> None:
+    body, levels = nested(depth, brackets)
+    headers = [("X-Pad", "p" * pad), *((f"X-H{i}", "v") for i in range(count))]
+    headers += [content_type] if content_type else []
+    answer = raw_request(fuzzed_url, "POST", path, headers, body, patient_after=60_000)
+    sent = [("Host", "127.0.0.1:65535"), ("Connection", "close"), ("Content-Length", str(len(body))), *headers]
+    size = len(path) + sum(len(name) + len(value) + 4 for name, value in sent)  # as the limit counts it
+    head_over = size > 65_536 + 64 or len(sent) > 256  # a margin either side of the byte limit
+    head_within = size < 65_536 - 64 and len(sent) <= 256
+    assert 0 < answer.status < 500, answer
+    if head_over:
+        assert answer.status == 431, answer
+    elif head_within and levels > 64 and content_type != ("Content-Type", "text/plain"):
+        assert answer.status == 422 and b"PCFJ_MAX_JSON_DEPTH" in answer.body, answer

@@ -20,7 +20,10 @@ def payload(question: str, k: int = 3) -> dict[str, Any]:
 
 
 async def test_killed_redis_fails_open_then_sharing_resumes(redis_server: RedisServer) -> None:
-    settings = Settings(redis_url=redis_server.url, redis_breaker_failures=3, redis_breaker_cooldown_s=30)
+    # No retries, and a breaker that opens once half of at least 3 operations within its window failed.
+    settings = Settings(
+        redis_url=redis_server.url, redis_retries=0, redis_breaker_min_ops=3, redis_breaker_cooldown_s=30
+    )
     clock = FakeClock()
     async with app_with_services(settings) as (client, services):
         cache = services.cache
@@ -28,6 +31,7 @@ async def test_killed_redis_fails_open_then_sharing_resumes(redis_server: RedisS
         cache.shared.breaker.clock = clock  # the app built the breaker; from here on only the test moves time
         ok = await client.post("/judge/listwise", json=payload("item 1"))
         assert ok.status_code == 200 and ok.json()["usage"]["backend_calls"] == 3
+        clock.now += settings.redis_breaker_window_s  # the window forgets item 1's operations (all successes)
         assert (await client.get("/readyz")).json()["cache"] == {
             "layer": "redis+memory",
             "status": "ok",
@@ -42,9 +46,9 @@ async def test_killed_redis_fails_open_then_sharing_resumes(redis_server: RedisS
             assert resp.status_code == 200, resp.text
             assert resp.json()["usage"]["backend_calls"] == 3 and not resp.json()["degraded"]
             if i == 2:
-                # The first request after the crash tried Redis only until the third failure opened the breaker
-                # (plus operations already in flight then): at most its MGET and, per run (K=3), the lock and the
-                # write; each attempt bounded by the socket timeouts.
+                # The first request after the crash tried Redis only until the third failure (of three operations
+                # in the window) opened the breaker (plus operations already in flight then): at most its MGET and,
+                # per run (K=3), the lock and the write; each attempt bounded by the socket timeouts.
                 assert cache.shared.breaker.state == "open"
                 assert 3 <= cache.shared.attempts - before <= 1 + 2 * 3
                 during_first = cache.shared.attempts
@@ -74,7 +78,8 @@ async def test_killed_redis_fails_open_then_sharing_resumes(redis_server: RedisS
 async def test_hung_redis_costs_one_timeout_per_operation_until_the_breaker_opens(redis_server: RedisServer) -> None:
     # The fake clock never moves, so the breaker cannot reach its cool-down however slowly this test runs.
     client = connect(redis_server.url, timeout_s=0.2, connect_timeout_s=0.2)
-    cache = RedisCache(client, ttl_s=60, op_timeout_s=1.0, breaker_failures=3, breaker_cooldown_s=60, clock=FakeClock())
+    breaker = CircuitBreaker(0.5, 10.0, 4, 60.0, clock=FakeClock())  # opens at 3 failures of 4 operations
+    cache = RedisCache(client, ttl_s=60, op_timeout_s=1.0, retries=0, breaker=breaker)
     try:
         await cache.set("pcfj:{x}:k", {"answer": {}})
         assert (cache.attempts, cache.failures) == (1, 0), cache.last_error  # a healthy Redis first
@@ -89,29 +94,3 @@ async def test_hung_redis_costs_one_timeout_per_operation_until_the_breaker_open
     finally:
         redis_server.resume()
         await cache.aclose()
-
-
-def test_breaker_opens_after_n_failures_and_probes_once_after_the_cooldown() -> None:
-    clock, states = FakeClock(), []
-    breaker = CircuitBreaker(3, 10.0, clock=clock, on_change=states.append)
-    for _ in range(2):
-        assert breaker.allow()
-        breaker.failure()
-    assert breaker.state == "closed"
-    breaker.success()  # a success resets the count
-    for _ in range(3):
-        assert breaker.allow()
-        breaker.failure()
-    assert breaker.state == "open" and not breaker.allow()
-    clock.now += 10
-    assert breaker.state == "half_open"
-    assert breaker.allow() and not breaker.allow()  # exactly one probe
-    breaker.failure()
-    assert breaker.state == "open" and not breaker.allow()
-    clock.now += 10
-    assert breaker.allow()
-    breaker.abandon()  # a cancelled probe frees the slot
-    assert breaker.allow()
-    breaker.success()
-    assert breaker.state == "closed" and breaker.allow()
-    assert states == ["open", "half_open", "open", "half_open", "half_open", "closed"]

@@ -1,5 +1,7 @@
 """Three ``pcfjudge serve`` processes, one private Redis, one fake OpenAI-compatible provider that counts calls:
-30 concurrent identical requests spread over the replicas cost exactly K provider calls and agree exactly."""
+30 concurrent identical requests spread over the replicas cost exactly K provider calls and agree exactly, on cold
+replicas (each just ready: ``/readyz`` 200, Redis connected) while one busy-loop process per core keeps the CPUs busy.
+``pcfjudge bench flight`` repeats it over many cold starts."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ from contextlib import ExitStack
 
 import httpx
 import pytest
+from pcfjudge_lab.bench.procs import busy_cores
 
 from tests.support.processes import fake_provider_process, serve_process
 from tests.support.redis_server import RedisServer
@@ -33,16 +36,21 @@ async def test_three_replicas_make_k_provider_calls_for_30_identical_requests(re
             "PCFJ_ALLOWED_MODELS": '["openai:judge-under-test"]',  # not a configured default: allow it explicitly
         }
         with ExitStack() as stack:
-            urls = [stack.enter_context(serve_process(env=env)) for _ in range(3)]
-            async with httpx.AsyncClient(timeout=60) as client:
-                responses = await asyncio.gather(
-                    *(client.post(f"{urls[i % 3]}/judge/listwise", json=PAYLOAD) for i in range(30))
-                )
+            urls = [stack.enter_context(serve_process(env=env, ready_path="/readyz")) for _ in range(3)]
+            async with httpx.AsyncClient(timeout=120) as client:
+                with busy_cores():  # one busy loop per core during the burst: no spare CPU for any replica
+                    responses = await asyncio.gather(
+                        *(client.post(f"{urls[i % 3]}/judge/listwise", json=PAYLOAD) for i in range(30))
+                    )
                 ready = [(await client.get(f"{url}/readyz")).json()["cache"] for url in urls]
                 served = (await client.get(f"{fake}/_control/calls", params={"last": 0})).json()
+                fail_open = [(await client.get(f"{url}/metrics")).text for url in urls]
 
     assert all(r.status_code == 200 for r in responses), [r.text for r in responses if r.status_code != 200]
     assert served["calls"] == {"openai": K}
+    for text in fail_open:  # nothing went without the shared single flight
+        assert "pcfjudge_single_flight_unavailable_calls_total 0.0" in text
+        assert "pcfjudge_single_flight_duplicates_total 0.0" in text
     bodies = [r.json() for r in responses]
     first = bodies[0]
     assert first["model"] == "openai:judge-under-test" and first["diagnostics"]["runs_ok"] == K

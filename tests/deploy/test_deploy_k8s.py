@@ -192,6 +192,19 @@ def test_dev_points_at_its_own_redis_and_prod_takes_redis_and_api_keys_from_secr
     assert "PCFJ_REDIS_URL" not in env_values(render(TARGETS["base"]))
 
 
+def test_dev_redis_keeps_its_jobs_across_a_restart() -> None:
+    """Issue 37 item 14: the job store is Redis, and a Redis without persistence loses every job when it restarts."""
+    redis = one(render(TARGETS["dev"]), "Deployment", "pcfjudge-redis")["spec"]["template"]["spec"]
+    [c] = redis["containers"]
+    args = c["args"]
+    options = {args[i].lstrip("-"): args[i + 1] for i in range(0, len(args), 2)}
+    assert options["appendonly"] == "yes" and options["appendfsync"] in ("everysec", "always")
+    data = {m["name"] for m in c["volumeMounts"] if m["mountPath"] == options["dir"]}
+    assert data and all(
+        v["name"] not in data or "emptyDir" in v or "persistentVolumeClaim" in v for v in redis["volumes"]
+    )
+
+
 OPERATOR_TARGET_LABELS = {"endpoint", "namespace", "pod", "service", "container", "job", "instance"}
 
 
@@ -243,7 +256,7 @@ def test_promtool_accepts_the_rendered_rules(tmp_path: Any) -> None:
     rules.write_text(yaml.safe_dump(one(render(TARGETS["prod"]), "PrometheusRule")["spec"]))
     done = subprocess.run(["promtool", "check", "rules", str(rules)], capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "SUCCESS: 7 rules found" in done.stdout
+    assert "SUCCESS: 8 rules found" in done.stdout  # 7, and PcfjudgeSingleFlightLost (issue 40)
 
 
 def test_the_metrics_the_rules_use_exist() -> None:

@@ -226,3 +226,34 @@ async def test_a_stream_whose_client_is_gone_cancels_its_judgment() -> None:
     first = await anext(events)
     await events.aclose()  # what sse-starlette does when the client goes away
     assert first.event == "run" and cancelled.is_set()
+
+
+@pytest.mark.parametrize(
+    ("prefer", "ms"),
+    [
+        ("wait=5", 5000.0),
+        ("respond-async, wait=10", 10_000.0),
+        ('wait="2.5"', 2500.0),
+        ("WAIT = 3", 3000.0),
+        ("wait=1e10", None),  # read as 1 s before issue 37
+        ("wait=-1", None),
+        ("wait=inf", None),
+        ("wait=", None),
+        ("x;wait=0.5", None),  # a parameter of another preference, not the wait preference
+        ("handling=lenient; wait=0.5", None),
+        ("wait=abc, wait=5", None),  # RFC 7240: only the first wait counts, and it is malformed
+    ],
+)
+def test_only_a_well_formed_wait_preference_is_a_deadline(prefer: str, ms: float | None) -> None:
+    from pcfjudge.doors.anytime import prefer_wait_ms
+
+    assert prefer_wait_ms(prefer) == ms
+
+
+async def test_a_malformed_prefer_wait_is_ignored_not_read_as_one_second(fake: FakeProvider) -> None:
+    fake.faults(always="slow", slow_seconds=1.5)
+    async with app_with_services(provider_settings("openai", fake)) as (client, _):
+        for prefer in ("wait=1e10", "x;wait=0.5"):
+            reply = await client.post("/judge/listwise", json=body(k=3), headers={"Prefer": prefer})
+            assert reply.status_code == 200, (prefer, reply.text)
+            assert reply.json()["diagnostics"]["stopped"] is None  # no deadline: every run finished

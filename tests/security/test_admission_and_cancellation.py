@@ -128,7 +128,7 @@ def test_slow_headers_slow_bodies_and_idle_connections_are_cut_off() -> None:
 
 
 async def test_redis_restart_costs_no_failed_operation(redis_server: RedisServer) -> None:
-    settings = Settings(redis_url=redis_server.url, redis_breaker_failures=3)
+    settings = Settings(redis_url=redis_server.url)
     async with app_with_services(settings) as (client, services):
         shared = services.cache.shared  # type: ignore[attr-defined]
         assert (await client.post("/judge/listwise", json=item(0))).status_code == 200

@@ -116,7 +116,7 @@ async def test_quota_is_shared_by_replicas_through_redis(redis_server: RedisServ
 
 
 async def test_quota_fails_open_when_redis_is_down(redis_server: RedisServer) -> None:
-    settings = Settings(redis_url=redis_server.url, quota_requests_per_min=100, redis_breaker_failures=1)
+    settings = Settings(redis_url=redis_server.url, quota_requests_per_min=100, redis_breaker_min_ops=1)
     async with app_client(settings) as client:
         redis_server.kill()
         response = await client.post("/judge/listwise", json=BODY)

@@ -78,22 +78,28 @@ def background_process(
 
 @contextmanager
 def pcfjudge_process(
-    command: str, *args: str, env: Mapping[str, str] | None = None, log_path: Path | None = None
+    command: str,
+    *args: str,
+    env: Mapping[str, str] | None = None,
+    log_path: Path | None = None,
+    ready_path: str = "/healthz",
 ) -> Iterator[str]:
-    """``pcfjudge <command> --port <free port> <args>`` as a subprocess; yields its base URL once /healthz answers."""
+    """``pcfjudge <command> --port <free port> <args>`` as a subprocess; yields its base URL once ``ready_path``
+    answers 200 (``/readyz``: ready for traffic, e.g. connected to Redis)."""
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     argv = [sys.executable, "-m", "pcfjudge.cli.main", command, "--port", str(port), *args]
-    with background_process(argv, ready_url=f"{url}/healthz", env=env, name=f"pcfjudge {command}", log_path=log_path):
+    name = f"pcfjudge {command}"
+    with background_process(argv, ready_url=f"{url}{ready_path}", env=env, name=name, log_path=log_path):
         yield url
 
 
 def serve_process(
-    *args: str, env: Mapping[str, str] | None = None, log_path: Path | None = None
+    *args: str, env: Mapping[str, str] | None = None, log_path: Path | None = None, ready_path: str = "/healthz"
 ) -> contextlib.AbstractContextManager[str]:
     """``pcfjudge serve`` (warnings only) on a free port: its base URL, e.g. ``serve_process("--workers", "2")``;
     its output is written to ``log_path`` when given (``"--log-level", "info"`` in ``args`` for the access log)."""
-    return pcfjudge_process("serve", "--log-level", "warning", *args, env=env, log_path=log_path)
+    return pcfjudge_process("serve", "--log-level", "warning", *args, env=env, log_path=log_path, ready_path=ready_path)
 
 
 def fake_provider_process(*args: str) -> contextlib.AbstractContextManager[str]:

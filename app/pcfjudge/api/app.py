@@ -12,6 +12,7 @@ from pcfjudge._version import __version__
 from pcfjudge.api.jobs.job_runner import JobRunner
 from pcfjudge.api.middleware.auth import AuthMiddleware
 from pcfjudge.api.middleware.body import BodyMiddleware
+from pcfjudge.api.middleware.headers import HeaderLimitMiddleware
 from pcfjudge.api.middleware.request import RequestMiddleware
 from pcfjudge.api.middleware.respond_async import RespondAsyncMiddleware
 from pcfjudge.api.middleware.shutdown import ShutdownMiddleware
@@ -94,11 +95,18 @@ def create_app(settings: Settings | None = None, *, freeze_gc: bool = False) -> 
     app.include_router(jobs_routes.router)  # /v1/jobs: judgments that outlive a request (docs/api/jobs.md)
     playground_routes.install(app)
     jobs_routes.install_docs(app)  # the judging routes' 202 with Prefer: respond-async
-    # Pure ASGI layers, outermost last: request id/metrics/log/last-resort 500 → auth and quota → body and
+    # Pure ASGI layers, outermost last: request id/metrics/log/last-resort 500 → head size → auth and quota → body and
     # disconnect watch → Prefer: respond-async → the app.
     app.add_middleware(RespondAsyncMiddleware)  # Prefer: respond-async on a judging route: made a job (202)
-    app.add_middleware(BodyMiddleware, max_bytes=settings.max_body_bytes, body_timeout_s=settings.body_timeout_s)
+    app.add_middleware(
+        BodyMiddleware,
+        max_bytes=settings.max_body_bytes,
+        body_timeout_s=settings.body_timeout_s,
+        max_depth=settings.max_json_depth,
+    )
     app.add_middleware(AuthMiddleware)
     app.add_middleware(ShutdownMiddleware)  # a request cancelled past the shutdown grace: 503 shutting_down
+    # a head over PCFJ_MAX_HEADER_BYTES / PCFJ_MAX_HEADER_COUNT: 431 before authentication (on any server)
+    app.add_middleware(HeaderLimitMiddleware, max_bytes=settings.max_header_bytes, max_count=settings.max_header_count)
     app.add_middleware(RequestMiddleware, max_pending=settings.max_pending_requests)
     return app

@@ -9,9 +9,9 @@ from pcfjudge.backends.base import Backend
 from pcfjudge.settings import Settings
 
 if TYPE_CHECKING:
-    from pcfjudge.backends.budget import Budget
     from pcfjudge.backends.fleet import FleetBackend
     from pcfjudge.backends.models_file import EndpointSpec
+    from pcfjudge.cache.redis_cache import RedisCache
 
 
 def build_backends(settings: Settings) -> dict[str, Backend]:
@@ -40,12 +40,17 @@ def build_backends(settings: Settings) -> dict[str, Backend]:
     return backends
 
 
-def build_fleets(settings: Settings, budget: Budget) -> dict[str, FleetBackend]:
-    """One ``FleetBackend`` per model name of ``PCFJ_MODELS_FILE`` (none without it); raises ``ModelsFileError``."""
+def build_fleets(settings: Settings, shared: RedisCache | None = None) -> dict[str, FleetBackend]:
+    """One ``FleetBackend`` per model name of ``PCFJ_MODELS_FILE`` (none without it); raises ``ModelsFileError``.
+    Their rate budgets are counted where the cache is shared (``shared``): in Redis for every replica, else in
+    process."""
     if settings.models_file is None:
         return {}
+    from pcfjudge.backends.budget import MemoryBudget, RedisBudget
     from pcfjudge.backends.fleet import FleetBackend
     from pcfjudge.backends.models_file import load_models_file
+
+    budget = RedisBudget(shared) if shared is not None else MemoryBudget()
 
     fleets: dict[str, FleetBackend] = {}
     for name, spec in load_models_file(settings.models_file).items():

@@ -7,8 +7,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from pcfjudge.backends.base import Backend
-from pcfjudge.backends.budget import Budget, MemoryBudget, RedisBudget
-from pcfjudge.backends.dialects import Dialects
 from pcfjudge.backends.factory import build_backends, build_fleets
 from pcfjudge.backends.sim import SimBackend, SimParams
 from pcfjudge.backends.slots import Slots
@@ -65,9 +63,7 @@ class Registry:
         self.backends: dict[str, Backend] = dict(build_backends(settings) if backends is None else backends)
         self.backends.setdefault("sim", SimBackend(sim_params(settings)))
         self._limits = {name: Slots(settings.backend_concurrency, settings.max_queued_calls) for name in self.backends}
-        # Fleets' rate budgets are counted where the cache is shared: in Redis for every replica, else in process.
-        self.budget: Budget = RedisBudget(shared) if shared is not None else MemoryBudget()
-        self.fleets: dict[str, FleetBackend] = build_fleets(settings, self.budget)
+        self.fleets: dict[str, FleetBackend] = build_fleets(settings, shared)
         self._fleet_limits = {
             name: Slots(fleet.capacity, settings.max_queued_calls) for name, fleet in self.fleets.items()
         }
@@ -122,6 +118,8 @@ class Registry:
     def dialects(self) -> dict[str, dict[str, object]]:
         """The structured-output dialect each OpenAI-compatible backend sends, and whether the engine has accepted it
         yet (``auto`` learns it from the engine's first refusal; see ``backends.dialects``)."""
+        from pcfjudge.backends.dialects import Dialects  # loaded with the OpenAI backend, which has them
+
         out: dict[str, dict[str, object]] = {}
         for name, backend in sorted(self.backends.items()):
             dialects = getattr(backend, "dialects", None)

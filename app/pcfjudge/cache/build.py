@@ -21,6 +21,7 @@ def build_cache(settings: CacheSettings, observer: Observer = NOOP) -> Cache:
 def _build(settings: CacheSettings, observer: Observer) -> Cache:
     if not settings.redis_url:
         return MemoryCache(settings.cache_max_entries, settings.cache_ttl_s, observer=observer)
+    from pcfjudge.cache.breaker import CircuitBreaker
     from pcfjudge.cache.layered import LayeredCache
     from pcfjudge.cache.redis_cache import RedisCache
     from pcfjudge.cache.redis_client import connect
@@ -36,9 +37,14 @@ def _build(settings: CacheSettings, observer: Observer) -> Cache:
         client,
         ttl_s=settings.cache_ttl_s,
         op_timeout_s=settings.redis_timeout_s + settings.redis_connect_timeout_s,
+        retries=settings.redis_retries,
         lock_ttl_s=settings.redis_lock_ttl_s,
-        breaker_failures=settings.redis_breaker_failures,
-        breaker_cooldown_s=settings.redis_breaker_cooldown_s,
+        breaker=CircuitBreaker(
+            settings.redis_breaker_failure_rate,
+            settings.redis_breaker_window_s,
+            settings.redis_breaker_min_ops,
+            settings.redis_breaker_cooldown_s,
+        ),
         observer=observer,
     )
     front_ttl = min(settings.cache_front_ttl_s, settings.cache_ttl_s)

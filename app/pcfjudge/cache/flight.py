@@ -1,7 +1,8 @@
 """Single flight across replicas: the interface the runner uses before a backend call (Redis implements it).
 
 ``claim(key, deadline)`` either hands the caller a lease (it makes the call, stores the answer, then releases), or
-another replica's answer for the key, or neither: the shared cache is unavailable, so the caller proceeds on its own.
+another replica's answer for the key, or neither: the shared cache is unavailable (``alone``), so the caller proceeds
+on its own (identical calls within the process still share one task: the runner's in-process single flight).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ class Lease(Protocol):
 class Claim:
     value: CacheValue | None = None  # another replica's answer: use it, make no call
     lease: Lease | None = None  # this caller makes the call
+    alone: bool = False  # the shared flight was unavailable (Redis failed, or its breaker is open): no lock either
 
     async def release(self) -> None:
         if self.lease is not None:

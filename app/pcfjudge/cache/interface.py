@@ -22,7 +22,10 @@ class Cache(Protocol):
 
     async def get_many(self, keys: Sequence[str]) -> list[CacheValue | None]: ...
 
-    async def set(self, key: str, value: CacheValue) -> None: ...
+    async def set(self, key: str, value: CacheValue, *, fresh: bool = False) -> None:
+        """Store ``value`` for ``key``; ``fresh``: a refresh, replacing a stored answer on purpose (otherwise the
+        shared layer counts an answer it finds stored already as a call made twice)."""
+        ...
 
     async def status(self) -> dict[str, Any]:
         """What ``/readyz`` shows: layer, ``ok`` or ``degraded``, and (with Redis) the breaker state."""

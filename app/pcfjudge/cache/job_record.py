@@ -5,15 +5,26 @@ A job is one record: its owner (the API key's name), the route and the request i
 succeeded, failed, cancelled), times, progress, the route's answer, and while it runs a lease: the runner holding it
 and until when. A runner renews its lease every third of ``PCFJ_JOB_LEASE_S``; a replica that stops renewing (killed,
 partitioned) loses the job once the lease lapses, and any replica's sweep claims it again.
+
+What a job keeps, and what its owner is charged for (``PCFJ_MAX_JOB_BYTES_PER_KEY``) until it expires: while queued or
+running its request (stored compact, ``compact_json``) and the preferences sent with it; once ended only its result,
+the request dropped (``request_bytes``, ``result_bytes``; each plus ``RECORD_BYTES`` for the rest of the record).
+
+Queued jobs are taken fairly between owners (start-time fair queueing, ``fair_tag``): each owner's jobs get tags
+1 apart, starting from the tag of the job most recently taken, and the lowest tag goes first; so one owner's backlog
+of a hundred jobs delays another owner's first job by at most one job, not a hundred.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 Renewal = Literal["ok", "cancelled", "lost"]
 ACTIVE = frozenset({"queued", "running"})
+RECORD_BYTES = 256
+"""What a record holds besides its request or result (ids, times, progress, a webhook's outcome, index entries)."""
 
 
 class StoreUnavailable(Exception):
@@ -42,13 +53,32 @@ class JobRecord:
     webhook: dict[str, Any] | None = None
 
 
+def compact_json(value: Any) -> bytes:
+    """``value`` (parsed JSON) as the store keeps it: compact, UTF-8 (escaped only where UTF-8 cannot carry it)."""
+    try:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+    except UnicodeEncodeError:  # a lone surrogate: escaped, as it came
+        return json.dumps(value, separators=(",", ":")).encode()
+
+
+def request_bytes(job: JobRecord) -> int:
+    """What a queued or running job keeps: its request, its preferences, its webhook URL and the record."""
+    return RECORD_BYTES + len(job.request) + len(json.dumps(job.headers)) + len(job.webhook_url or "")
+
+
+def result_bytes(response: bytes | None, webhook_url: str | None) -> int:
+    """What an ended job keeps: its result (the request is dropped), its webhook URL and the record."""
+    return RECORD_BYTES + len(response or b"") + len(webhook_url or "")
+
+
 @dataclass(frozen=True, slots=True)
 class Admission:
-    """``admitted``, or refused for the count (``count``) or the bytes (``bytes``) of the owner's active jobs."""
+    """``admitted``, or refused: for the count of the owner's queued and running jobs (``count``), for the bytes all
+    the owner's jobs keep (``bytes``), or because the in-process store is full (``store``)."""
 
-    refused: Literal["count", "bytes"] | None
+    refused: Literal["count", "bytes", "store"] | None
     active: int  # the owner's queued and running jobs before this one
-    active_bytes: int  # their request bytes
+    kept_bytes: int  # the bytes all the owner's jobs keep (queued, running and ended)
     created_ms: int = 0
 
     @property
@@ -60,13 +90,15 @@ class JobStore(Protocol):
     kind: str
 
     async def admit(self, job: JobRecord, max_jobs: int, max_bytes: int, ttl_s: float) -> Admission:
-        """Store ``job`` (queued) if its owner's active jobs stay within both limits."""
+        """Store ``job`` (queued; ``job.size`` bytes, ``request_bytes``) if its owner stays within both limits:
+        ``max_jobs`` queued or running, ``max_bytes`` kept by all its jobs."""
         ...
 
     async def get(self, job_id: str) -> JobRecord | None: ...
 
     async def claimable(self, limit: int) -> list[str]:
-        """Ids of jobs that may be claimed now: queued, or running on a lapsed lease (oldest first)."""
+        """Ids of jobs that may be claimed now: running on a lapsed lease first, then queued ones, fairly between
+        owners (lowest ``fair_tag`` first)."""
         ...
 
     async def claim(
@@ -91,7 +123,8 @@ class JobStore(Protocol):
         progress: dict[str, int] | None,
         ttl_s: float,
     ) -> bool:
-        """Record the end (only while ``runner`` holds the job); the record is then kept ``ttl_s`` more."""
+        """Record the end (only while ``runner`` holds the job); the record is then kept ``ttl_s`` more, without its
+        request (``result_bytes``)."""
         ...
 
     async def release(self, job_id: str, runner: str) -> None:
@@ -99,7 +132,14 @@ class JobStore(Protocol):
         ...
 
     async def cancel(self, job_id: str) -> bool:
-        """Cancel a queued or running job (its runner sees it at its next renewal); False if it had ended."""
+        """Cancel a queued or running job (its runner sees it at its next renewal; its request is dropped); False if
+        it had ended."""
         ...
 
     async def set_webhook(self, job_id: str, outcome: dict[str, Any]) -> None: ...
+
+
+def fair_tag(last_taken: float, owner_next: float) -> float:
+    """A newly queued job's place: after the owner's own queued jobs (``owner_next``: its last tag + 1), and not
+    before the job most recently taken (``last_taken``: an owner that was idle starts from now, with no credit)."""
+    return max(last_taken, owner_next)

@@ -8,17 +8,24 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from pcfjudge.cache.job_record import ACTIVE, Admission, JobRecord, JobStore, Renewal
+from pcfjudge.cache.job_record import ACTIVE, Admission, JobRecord, JobStore, Renewal, fair_tag, result_bytes
 
 if TYPE_CHECKING:
     from pcfjudge.cache.redis_cache import RedisCache
 
 MEMORY_MAX_JOBS = 10_000
 """In process: jobs kept in all (the oldest ended ones are forgotten first); the per-key limits bound the rest."""
+MEMORY_MAX_BYTES = 200_000_000
+"""In process: bytes all jobs keep (PCFJ_MAX_JOB_STORE_BYTES); past it, the oldest ended ones are forgotten first."""
 
 
 def _now_ms() -> int:
     return int(time.time() * 1000)
+
+
+def kept(record: JobRecord) -> int:
+    """The bytes ``record`` keeps: its request while queued or running (``size``), else its result."""
+    return record.size if record.status in ACTIVE else result_bytes(record.response, record.webhook_url)
 
 
 class MemoryJobStore:
@@ -26,39 +33,65 @@ class MemoryJobStore:
 
     kind = "memory"
 
-    def __init__(self, clock: Callable[[], int] = _now_ms, max_jobs: int = MEMORY_MAX_JOBS) -> None:
-        self.clock, self.max_jobs = clock, max_jobs
+    def __init__(
+        self, clock: Callable[[], int] = _now_ms, max_jobs: int = MEMORY_MAX_JOBS, max_bytes: int = MEMORY_MAX_BYTES
+    ) -> None:
+        self.clock, self.max_jobs, self.max_bytes = clock, max_jobs, max_bytes
         self.jobs: dict[str, tuple[JobRecord, int]] = {}  # id -> (record, expiry ms)
+        self.tags: dict[str, float] = {}  # queued id -> its fair tag
+        self.next_tag: dict[str, float] = {}  # owner -> the tag its next job gets at the earliest
+        self.last_taken = 0.0  # the tag of the job most recently claimed
 
     def _live(self, job_id: str) -> JobRecord | None:
         entry = self.jobs.get(job_id)
         if entry is None:
             return None
         if entry[1] <= self.clock():
-            del self.jobs[job_id]
+            self._drop(job_id)
             return None
         return entry[0]
 
-    def _expire(self) -> None:
+    def _drop(self, job_id: str) -> None:
+        del self.jobs[job_id]
+        self.tags.pop(job_id, None)
+
+    def _expire(self, room: int) -> int:
+        """Forget expired jobs, then the oldest ended ones while the store lacks ``room`` bytes or a place; the bytes
+        all jobs keep afterwards."""
         now = self.clock()
         for job_id in [i for i, (_, expiry) in self.jobs.items() if expiry <= now]:
-            del self.jobs[job_id]
-        if len(self.jobs) >= self.max_jobs:
+            self._drop(job_id)
+        total = sum(kept(r) for r, _ in self.jobs.values())
+        if len(self.jobs) >= self.max_jobs or total + room > self.max_bytes:
             ended = sorted((r.finished_ms or 0, i) for i, (r, _) in self.jobs.items() if r.status not in ACTIVE)
-            for _, job_id in ended[: len(self.jobs) - self.max_jobs + 1]:
-                del self.jobs[job_id]
+            for _, job_id in ended:
+                if len(self.jobs) < self.max_jobs and total + room <= self.max_bytes:
+                    break
+                total -= kept(self.jobs[job_id][0])
+                self._drop(job_id)
+        self.next_tag = {owner: tag for owner, tag in self.next_tag.items() if tag > self.last_taken}
+        return total
+
+    def _end(self, record: JobRecord) -> None:
+        """An ended job keeps its result only: the request and its preferences are dropped."""
+        record.request, record.headers = b"", {}
+        self.tags.pop(record.id, None)
 
     async def admit(self, job: JobRecord, max_jobs: int, max_bytes: int, ttl_s: float) -> Admission:
-        self._expire()
-        mine = [r for r, _ in self.jobs.values() if r.owner == job.owner and r.status in ACTIVE]
-        count, total = len(mine), sum(r.size for r in mine)
+        total = self._expire(job.size)
+        mine = [r for r, _ in self.jobs.values() if r.owner == job.owner]
+        count, held = sum(r.status in ACTIVE for r in mine), sum(kept(r) for r in mine)
         if count >= max_jobs:
-            return Admission("count", count, total)
-        if total + job.size > max_bytes or len(self.jobs) >= self.max_jobs:
-            return Admission("bytes", count, total)
+            return Admission("count", count, held)
+        if held + job.size > max_bytes:
+            return Admission("bytes", count, held)
+        if len(self.jobs) >= self.max_jobs or total + job.size > self.max_bytes:
+            return Admission("store", count, held)
         now = self.clock()
         self.jobs[job.id] = (replace(job, status="queued", created_ms=now), now + round(ttl_s * 1000))
-        return Admission(None, count, total, now)
+        tag = fair_tag(self.last_taken, self.next_tag.get(job.owner, 0.0))
+        self.tags[job.id], self.next_tag[job.owner] = tag, tag + 1
+        return Admission(None, count, held, now)
 
     async def get(self, job_id: str) -> JobRecord | None:
         record = self._live(job_id)
@@ -66,12 +99,13 @@ class MemoryJobStore:
 
     async def claimable(self, limit: int) -> list[str]:
         now = self.clock()
-        due = [
-            (r.created_ms, i)
+        lapsed = sorted(
+            (r.lease_until_ms or 0, i)
             for i, (r, expiry) in self.jobs.items()
-            if expiry > now and (r.status == "queued" or (r.status == "running" and (r.lease_until_ms or 0) < now))
-        ]
-        return [i for _, i in sorted(due)[:limit]]
+            if expiry > now and r.status == "running" and (r.lease_until_ms or 0) < now
+        )
+        queued = sorted((tag, self.jobs[i][0].created_ms, i) for i, tag in self.tags.items() if self.jobs[i][1] > now)
+        return ([i for _, i in lapsed] + [i for _, _, i in queued])[:limit]
 
     async def claim(
         self, job_id: str, runner: str, lease_s: float, max_attempts: int, exhausted: bytes
@@ -85,7 +119,11 @@ class MemoryJobStore:
         if record.attempts >= max_attempts:
             record.status, record.finished_ms, record.http_status, record.response = "failed", now, 500, exhausted
             record.runner = record.lease_until_ms = None
+            self._end(record)
             return None
+        tag = self.tags.pop(job_id, None)
+        if tag is not None:
+            self.last_taken = max(self.last_taken, tag)
         record.status, record.runner, record.lease_until_ms = "running", runner, now + round(lease_s * 1000)
         record.attempts += 1
         record.started_ms = record.started_ms or now
@@ -116,6 +154,7 @@ class MemoryJobStore:
         now = self.clock()
         record.status, record.finished_ms, record.http_status, record.response = status, now, http_status, response
         record.progress, record.runner, record.lease_until_ms = progress, None, None
+        self._end(record)
         self.jobs[job_id] = (record, now + round(ttl_s * 1000))
         return True
 
@@ -124,12 +163,14 @@ class MemoryJobStore:
         if record is not None and record.status == "running" and record.runner == runner:
             record.status, record.runner, record.lease_until_ms = "queued", None, None
             record.attempts -= 1
+            self.tags[job_id] = self.last_taken - 1  # given back: first in line again
 
     async def cancel(self, job_id: str) -> bool:
         record = self._live(job_id)
         if record is None or record.status not in ACTIVE:
             return False
         record.status, record.finished_ms, record.runner, record.lease_until_ms = "cancelled", self.clock(), None, None
+        self._end(record)
         return True
 
     async def set_webhook(self, job_id: str, outcome: dict[str, Any]) -> None:
@@ -138,10 +179,11 @@ class MemoryJobStore:
             record.webhook = dict(outcome)
 
 
-def open_job_store(shared: RedisCache | None) -> JobStore:
-    """Redis (the cache's shared layer, so its client, pool and breaker) when there is one, else in process."""
+def open_job_store(shared: RedisCache | None, max_bytes: int = MEMORY_MAX_BYTES) -> JobStore:
+    """Redis (the cache's shared layer, so its client, pool and breaker) when there is one, else in process (at most
+    ``max_bytes`` in all: PCFJ_MAX_JOB_STORE_BYTES)."""
     if shared is None:
-        return MemoryJobStore()
+        return MemoryJobStore(max_bytes=max_bytes)
     from pcfjudge.cache.job_store_redis import RedisJobStore  # with PCFJ_REDIS_URL only
 
     return RedisJobStore(shared)

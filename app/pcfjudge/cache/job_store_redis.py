@@ -1,15 +1,20 @@
 """Jobs in Redis, shared by every replica (the record and its lease: ``job_record``), through the cache's
 fail-fast client and circuit breaker:
 
-    pcfj:job:{<id>}            hash: the record (expires PCFJ_JOB_TTL_S after submission, again after it ends)
-    pcfj:jobs:active           sorted set: ids of queued and running jobs, scored by when they may be claimed
-                               (queued: at once; running: when the lease lapses), so a sweep reads only those due
-    pcfj:jobs:owner:{<owner>}  hash: id → "<request bytes>:<expiry ms>" of the owner's queued and running jobs (the
-                               per-key limits; an entry past its expiry no longer counts, whatever became of it)
+    pcfj:job:{<id>}            hash: the record (expires PCFJ_JOB_TTL_S after submission, again after it ends); its
+                               request and preferences are dropped when it ends
+    pcfj:jobs:active           sorted set: ids of running jobs, scored by when their lease lapses (claimable again),
+                               so a sweep reads only those due
+    pcfj:jobs:{queue}:queued   sorted set: ids of queued jobs, scored by their fair tag (``job_record.fair_tag``)
+    pcfj:jobs:{queue}:tags     hash: owner → the tag its next job gets at the earliest; ":v" → the tag last taken
+    pcfj:jobs:owner:{<owner>}  hash: id → "<bytes kept>:<expiry ms>:<q|e>" of every job the owner keeps, queued or
+                               running (q: its request) and ended (e: its result), for the per-key limits (an entry
+                               past its expiry no longer counts, whatever became of it)
 
-Every change is one Lua script on one key (Redis Cluster needs no cross-slot script) and uses Redis's clock
-(``TIME``), so a lease means the same on every replica. The record is the truth; the two indexes are kept by the
-store and repaired by whoever finds them stale. Redis down: ``StoreUnavailable`` (the routes answer 503).
+Every change is one Lua script on one key, or on the two keys of one hash tag (Redis Cluster needs no cross-slot
+script), and uses Redis's clock (``TIME``), so a lease means the same on every replica. The record is the truth; the
+indexes are kept by the store and repaired by whoever finds them stale. Redis down: ``StoreUnavailable`` (the routes
+answer 503).
 """
 
 from __future__ import annotations
@@ -18,11 +23,14 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
+from pcfjudge.cache import job_redis_scripts as lua
 from pcfjudge.cache.job_record import Admission, JobRecord, Renewal, StoreUnavailable
 from pcfjudge.cache.redis_cache import RedisCache, RedisUnavailable
 
 T = TypeVar("T")
 ACTIVE_KEY = "pcfj:jobs:active"
+QUEUE_KEY = "pcfj:jobs:{queue}:queued"
+TAGS_KEY = "pcfj:jobs:{queue}:tags"
 
 
 def job_key(job_id: str) -> str:
@@ -31,114 +39,6 @@ def job_key(job_id: str) -> str:
 
 def owner_key(owner: str) -> str:
     return f"pcfj:jobs:owner:{{{owner}}}"
-
-
-_NOW = "local t = redis.call('TIME') local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
-_MS = "local function ms(x) return string.format('%.0f', x) end\n"
-
-# KEYS = owner index; ARGV = id, bytes, max jobs, max bytes, ttl ms. Returns {1|0|-1, active, active bytes, now}.
-_ADMIT = (
-    _NOW
-    + _MS
-    + """
-local entries = redis.call('HGETALL', KEYS[1])
-local count, total = 0, 0
-for i = 1, #entries, 2 do
-  local size, expires = string.match(entries[i + 1], '^(%d+):(%d+)$')
-  if size == nil or tonumber(expires) <= now then
-    redis.call('HDEL', KEYS[1], entries[i])
-  else
-    count, total = count + 1, total + tonumber(size)
-  end
-end
-if count >= tonumber(ARGV[3]) then return {0, count, total, now} end
-if total + tonumber(ARGV[2]) > tonumber(ARGV[4]) then return {-1, count, total, now} end
-redis.call('HSET', KEYS[1], ARGV[1], ARGV[2] .. ':' .. ms(now + tonumber(ARGV[5])))
-redis.call('PEXPIRE', KEYS[1], ARGV[5])
-return {1, count, total, now}
-"""
-)
-# KEYS = job; ARGV = ttl ms, then field, value pairs.
-_CREATE = "redis.call('HSET', KEYS[1], unpack(ARGV, 2)) redis.call('PEXPIRE', KEYS[1], ARGV[1]) return 1"
-# KEYS = active index; ARGV = limit. Ids due now, oldest first.
-_DUE = _NOW + "return redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[1]))"
-# KEYS = job; ARGV = runner, lease ms, max attempts, exhausted response. Returns {code, owner, lease until}:
-# 1 claimed, 2 held by a live lease, 3 failed (attempts exhausted), -1 ended, 0 gone.
-_CLAIM = (
-    _NOW
-    + _MS
-    + """
-local f = redis.call('HMGET', KEYS[1], 'status', 'lease_until', 'attempts', 'owner')
-if not f[1] then return {0, '', 0} end
-local lapsed = f[1] == 'running' and tonumber(f[2] or '0') < now
-if f[1] ~= 'queued' and not lapsed then
-  if f[1] == 'running' then return {2, f[4], tonumber(f[2])} end
-  return {-1, f[4], 0}
-end
-local attempts = tonumber(f[3] or '0')
-if attempts >= tonumber(ARGV[3]) then
-  redis.call('HSET', KEYS[1], 'status', 'failed', 'finished_ms', ms(now), 'http_status', '500', 'response', ARGV[4])
-  redis.call('HDEL', KEYS[1], 'runner', 'lease_until')
-  return {3, f[4], 0}
-end
-local lease = now + tonumber(ARGV[2])
-redis.call('HSET', KEYS[1], 'status', 'running', 'runner', ARGV[1], 'lease_until', ms(lease), 'attempts', attempts + 1)
-if redis.call('HEXISTS', KEYS[1], 'started_ms') == 0 then redis.call('HSET', KEYS[1], 'started_ms', ms(now)) end
-return {1, f[4], lease}
-"""
-)
-# KEYS = job; ARGV = runner, lease ms, progress JSON. Returns {1, lease until} | {0} cancelled | {-1} lost.
-_RENEW = (
-    _NOW
-    + _MS
-    + """
-local f = redis.call('HMGET', KEYS[1], 'status', 'runner')
-if f[1] == 'cancelled' then return {0, 0} end
-if f[1] ~= 'running' or f[2] ~= ARGV[1] then return {-1, 0} end
-local lease = now + tonumber(ARGV[2])
-redis.call('HSET', KEYS[1], 'lease_until', ms(lease), 'progress', ARGV[3])
-return {1, lease}
-"""
-)
-# KEYS = job; ARGV = runner, status, http status, response, progress, ttl ms. Returns {1, owner} | {0, ''}.
-_FINISH = (
-    _NOW
-    + _MS
-    + """
-local f = redis.call('HMGET', KEYS[1], 'status', 'runner', 'owner')
-if f[1] ~= 'running' or f[2] ~= ARGV[1] then return {0, ''} end
-redis.call('HSET', KEYS[1], 'status', ARGV[2], 'finished_ms', ms(now), 'http_status', ARGV[3], 'response', ARGV[4],
-  'progress', ARGV[5])
-redis.call('HDEL', KEYS[1], 'runner', 'lease_until')
-redis.call('PEXPIRE', KEYS[1], ARGV[6])
-return {1, f[3]}
-"""
-)
-# KEYS = job; ARGV = runner.
-_RELEASE = """
-local f = redis.call('HMGET', KEYS[1], 'status', 'runner')
-if f[1] ~= 'running' or f[2] ~= ARGV[1] then return 0 end
-redis.call('HSET', KEYS[1], 'status', 'queued')
-redis.call('HDEL', KEYS[1], 'runner', 'lease_until')
-redis.call('HINCRBY', KEYS[1], 'attempts', -1)
-return 1
-"""
-# KEYS = job. Returns {1, owner} | {0, ''}.
-_CANCEL = (
-    _NOW
-    + _MS
-    + """
-local f = redis.call('HMGET', KEYS[1], 'status', 'owner')
-if f[1] ~= 'queued' and f[1] ~= 'running' then return {0, ''} end
-redis.call('HSET', KEYS[1], 'status', 'cancelled', 'finished_ms', ms(now))
-redis.call('HDEL', KEYS[1], 'runner', 'lease_until')
-return {1, f[2]}
-"""
-)
-# KEYS = job; ARGV = field, value. Sets it only on a job that still exists (never a record without its expiry).
-_SET_IF_EXISTS = (
-    "if redis.call('EXISTS', KEYS[1]) == 1 then return redis.call('HSET', KEYS[1], ARGV[1], ARGV[2]) end return 0"
-)
 
 
 class RedisJobStore:
@@ -161,7 +61,7 @@ class RedisJobStore:
     async def admit(self, job: JobRecord, max_jobs: int, max_bytes: int, ttl_s: float) -> Admission:
         ttl_ms = max(1, round(ttl_s * 1000))
         code, count, total, now = await self._eval(
-            _ADMIT, owner_key(job.owner), job.id, job.size, max_jobs, max_bytes, ttl_ms
+            lua.ADMIT, owner_key(job.owner), job.id, job.size, max_jobs, max_bytes, ttl_ms
         )
         count, total, now = int(count), int(total), int(now)
         if int(code) != 1:
@@ -180,38 +80,47 @@ class RedisJobStore:
             fields["webhook_url"] = job.webhook_url
         pairs = [part for item in fields.items() for part in item]
         try:
-            await self._eval(_CREATE, job_key(job.id), ttl_ms, *pairs)
-            await self._run(lambda c: c.zadd(ACTIVE_KEY, {job.id: now}))
+            await self._eval(lua.CREATE, job_key(job.id), ttl_ms, *pairs)
+            await self._queue(lua.ENQUEUE, job.id, job.owner)
         except StoreUnavailable:
             await self._forget(job.id, job.owner)
             raise
         return Admission(None, count, total, now)
+
+    async def _queue(self, script: str, *args: Any) -> Any:
+        return await self._run(lambda c: c.eval(script, 2, QUEUE_KEY, TAGS_KEY, *args))
 
     async def get(self, job_id: str) -> JobRecord | None:
         raw: dict[bytes, bytes] = await self._run(lambda c: c.hgetall(job_key(job_id)))
         return _record(job_id, raw) if raw and b"status" in raw else None
 
     async def claimable(self, limit: int) -> list[str]:
-        ids = await self._eval(_DUE, ACTIVE_KEY, limit)
-        return [_text(i) for i in ids]
+        lapsed = [_text(i) for i in await self._eval(lua.DUE, ACTIVE_KEY, limit)]
+        if len(lapsed) >= limit:
+            return lapsed
+        queued = [_text(i) for i in await self._run(lambda c: c.zrange(QUEUE_KEY, 0, limit - len(lapsed) - 1))]
+        return lapsed + [i for i in queued if i not in lapsed]
 
     async def claim(
         self, job_id: str, runner: str, lease_s: float, max_attempts: int, exhausted: bytes
     ) -> JobRecord | None:
         lease_ms = max(1, round(lease_s * 1000))
-        code, owner, until = await self._eval(_CLAIM, job_key(job_id), runner, lease_ms, max_attempts, exhausted)
+        code, owner, value, ttl = await self._eval(
+            lua.CLAIM, job_key(job_id), runner, lease_ms, max_attempts, exhausted
+        )
         code, owner = int(code), _text(owner)
         if code in (1, 2):  # the index's score follows the lease, so the next sweeps skip it until it lapses
-            await self._run(lambda c: c.zadd(ACTIVE_KEY, {job_id: int(until)}, xx=True))
-        if code != 1:
-            if code != 2:
-                await self._forget(job_id, owner or None)
-            return None
-        return await self.get(job_id)
+            await self._run(lambda c: c.zadd(ACTIVE_KEY, {job_id: int(value)}))
+            await self._queue(lua.DEQUEUE, job_id)
+        if code == 3:
+            await self._ended(job_id, owner, int(value), int(ttl))
+        elif code in (0, -1):
+            await self._forget(job_id, None)  # the owner entry of an ended job stays: it keeps its result
+        return await self.get(job_id) if code == 1 else None
 
     async def renew(self, job_id: str, runner: str, lease_s: float, progress: dict[str, int]) -> Renewal:
         lease_ms = max(1, round(lease_s * 1000))
-        reply = await self._eval(_RENEW, job_key(job_id), runner, lease_ms, json.dumps(progress))
+        reply = await self._eval(lua.RENEW, job_key(job_id), runner, lease_ms, json.dumps(progress))
         code = int(reply[0])
         if code == 1:
             await self._run(lambda c: c.zadd(ACTIVE_KEY, {job_id: int(reply[1])}, xx=True))
@@ -229,8 +138,8 @@ class RedisJobStore:
         ttl_s: float,
     ) -> bool:
         ttl_ms = max(1, round(ttl_s * 1000))
-        done, owner = await self._eval(
-            _FINISH,
+        done, owner, size = await self._eval(
+            lua.FINISH,
             job_key(job_id),
             runner,
             status,
@@ -240,26 +149,38 @@ class RedisJobStore:
             ttl_ms,
         )
         if int(done):
-            await self._forget(job_id, _text(owner))
+            await self._ended(job_id, _text(owner), int(size), ttl_ms)
         return bool(int(done))
 
     async def release(self, job_id: str, runner: str) -> None:
-        if int(await self._eval(_RELEASE, job_key(job_id), runner)):
-            await self._run(lambda c: c.zadd(ACTIVE_KEY, {job_id: 0}, xx=True))
+        if int(await self._eval(lua.RELEASE, job_key(job_id), runner)):
+            await self._run(lambda c: c.zrem(ACTIVE_KEY, job_id))
+            await self._queue(lua.REQUEUE, job_id)
 
     async def cancel(self, job_id: str) -> bool:
-        done, owner = await self._eval(_CANCEL, job_key(job_id))
+        done, owner, size, ttl = await self._eval(lua.CANCEL, job_key(job_id))
         if int(done):
-            await self._forget(job_id, _text(owner))
+            await self._ended(job_id, _text(owner), int(size), int(ttl))
         return bool(int(done))
 
     async def set_webhook(self, job_id: str, outcome: dict[str, Any]) -> None:
-        await self._eval(_SET_IF_EXISTS, job_key(job_id), "webhook", json.dumps(outcome))
+        await self._eval(lua.SET_IF_EXISTS, job_key(job_id), "webhook", json.dumps(outcome))
+
+    async def _ended(self, job_id: str, owner: str, size: int, ttl_ms: int) -> None:
+        """An ended job: out of the queue and the lease index; its owner keeps ``size`` bytes for ``ttl_ms``."""
+        try:
+            await self._forget(job_id, None)
+            if owner and ttl_ms > 0:
+                await self._eval(lua.KEEP, owner_key(owner), job_id, size, ttl_ms)
+        except StoreUnavailable:
+            return  # the admission's entry counts the request's bytes until it expires
 
     async def _forget(self, job_id: str, owner: str | None) -> None:
-        """Take an ended (or vanished) job out of the indexes; an index left stale is repaired by the next reader."""
+        """Take a job out of the indexes (its owner's too, when given); an index left stale is repaired by the next
+        reader."""
         try:
             await self._run(lambda c: c.zrem(ACTIVE_KEY, job_id))
+            await self._run(lambda c: c.zrem(QUEUE_KEY, job_id))
             if owner:
                 await self._run(lambda c: c.hdel(owner_key(owner), job_id))
         except StoreUnavailable:

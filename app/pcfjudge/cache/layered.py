@@ -36,9 +36,9 @@ class LayeredCache:
                     await self.front.set(keys[i], value)
         return out
 
-    async def set(self, key: str, value: CacheValue) -> None:
+    async def set(self, key: str, value: CacheValue, *, fresh: bool = False) -> None:
         await self.front.set(key, value)
-        await self.shared.set(key, value)
+        await self.shared.set(key, value, fresh=fresh)
 
     async def claim(self, key: str, deadline: float, *, fresh: bool = False) -> Claim:
         claim = await self.shared.claim(key, deadline, fresh=fresh)

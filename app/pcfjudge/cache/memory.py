@@ -51,7 +51,7 @@ class MemoryCache:
         self.stats.record(self.observer, self.layer, hits=hits, misses=len(out) - hits)
         return out
 
-    async def set(self, key: str, value: CacheValue) -> None:
+    async def set(self, key: str, value: CacheValue, *, fresh: bool = False) -> None:
         self._data[key] = (self._clock() + self.ttl, value)
         self._data.move_to_end(key)
         while len(self._data) > self.max_entries:

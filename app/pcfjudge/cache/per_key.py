@@ -31,8 +31,8 @@ class PerKeyCache:
     async def get_many(self, keys: Sequence[str]) -> list[CacheValue | None]:
         return await self.inner.get_many([self.scoped(k) for k in keys])
 
-    async def set(self, key: str, value: CacheValue) -> None:
-        await self.inner.set(self.scoped(key), value)
+    async def set(self, key: str, value: CacheValue, *, fresh: bool = False) -> None:
+        await self.inner.set(self.scoped(key), value, fresh=fresh)
 
     async def claim(self, key: str, deadline: float, *, fresh: bool = False) -> Claim:
         if self._flight is None:

@@ -1,16 +1,22 @@
 """The shared cache in Redis: one MGET per item, JSON values with a TTL, a lock per key for single flight, fail open.
 
-Every Redis operation goes through ``run``: refused at once while the circuit breaker is open, otherwise bounded
-by the socket timeouts (and an overall ``asyncio.timeout`` as a backstop), never retried by the client. Any failure
-makes reads all-misses and writes no-ops, so a dead or slow Redis costs a request at most one short timeout per
-operation until the breaker opens, and nothing after that.
+Every Redis operation goes through ``run`` (``redis_link``): refused at once while the circuit breaker is open,
+otherwise bounded by the socket timeouts; the cache's own operations (all idempotent) retry a transient error up to
+``PCFJ_REDIS_RETRIES`` times within the request's deadline. A failure that outlasts the retries makes reads all-misses
+and writes no-ops, so a dead or slow Redis costs a request a bounded wait per operation until the breaker opens, and
+nothing after that.
 
 Single flight across replicas (``claim``), one atomic script per attempt on ``<key>`` and ``<key>:lock`` (same hash
-slot): return the stored answer if there is one, else ``SET <key>:lock <token> NX PX lock_ttl``. The winner makes
-the call, renews the lock while the call runs (so a crashed holder's lock expires within ``lock_ttl``), stores the
-answer, then deletes the lock. The others repeat the script with capped exponential backoff until it returns the
-answer, or hands them the lock (the holder failed or crashed: they take over), or the request deadline passes.
-"refresh" callers take the lock when it is free (so "use" callers wait for their fresh answer) but never wait.
+slot): return the stored answer if there is one, else ``SET <key>:lock <token> NX PX lock_ttl`` (a retried attempt
+whose first try took the lock finds its own token there, and has it). The winner makes the call, renews the lock
+while the call runs (so a crashed holder's lock expires within ``lock_ttl``), stores the answer, then deletes the
+lock. The others repeat the script with capped exponential backoff until it returns the answer, or hands them the
+lock (the holder failed or crashed: they take over), or the request deadline passes. "refresh" callers take the
+lock when it is free (so "use" callers wait for their fresh answer) but never wait.
+
+What fail-open cost is counted: a claim Redis could not answer comes back ``alone`` (the caller calls on its own:
+``single_flight_alone``), and a store that finds the key already stored, outside a refresh, is a call made twice
+(``single_flight_duplicate``).
 """
 
 from __future__ import annotations
@@ -22,38 +28,37 @@ import random
 import secrets
 import time
 from collections import defaultdict
-from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, TypeVar
-
-from redis.exceptions import RedisError
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from pcfjudge.cache.breaker import BreakerState, CircuitBreaker
 from pcfjudge.cache.flight import Claim
 from pcfjudge.cache.interface import PARSED, CacheValue, LayerStats
-from pcfjudge.cache.redis_client import RedisClient, close
+from pcfjudge.cache.redis_client import RedisClient
+from pcfjudge.cache.redis_link import RedisLink, RedisUnavailable
 from pcfjudge.telemetry.hooks import NOOP, Observer
 
+__all__ = ["RedisCache", "RedisUnavailable", "hash_tag"]
 log = logging.getLogger(__name__)
-T = TypeVar("T")
 
 # KEYS = answer, lock; ARGV = token, lock ms, "1" to skip the answer check (refresh).
-# Returns {1, answer} when answered, {2} when the lock is ours, {0} while someone else holds it.
+# Returns {1, answer} when answered, {2} when the lock is ours (taken now, or by this claim's earlier try),
+# {0} while someone else holds it.
 _CLAIM = """
 if ARGV[3] ~= '1' then
   local answer = redis.call('get', KEYS[1])
   if answer then return {1, answer} end
 end
 if redis.call('set', KEYS[2], ARGV[1], 'NX', 'PX', ARGV[2]) then return {2} end
+if redis.call('get', KEYS[2]) == ARGV[1] then return {2} end
 return {0}
 """
 # KEYS = lock; ARGV = token, lock ms. Extends the lock only while we still hold it.
 _RENEW = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) end return 0"
 # KEYS = lock; ARGV = token. Deletes the lock only if we still hold it.
 _RELEASE = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0"
-
-
-class RedisUnavailable(Exception):
-    """Redis failed, timed out, or the breaker is open: the caller treats it as a miss / skips the write."""
+# KEYS = answer; ARGV = value, ttl ms. Stores the value; returns 1 if an answer was stored already.
+_STORE = "local old = redis.call('exists', KEYS[1]) redis.call('set', KEYS[1], ARGV[1], 'PX', ARGV[2]) return old"
 
 
 def hash_tag(key: str) -> str:
@@ -63,8 +68,8 @@ def hash_tag(key: str) -> str:
     return key[start + 1 : end] if end > start + 1 else key
 
 
-class RedisCache:
-    """Redis layer of the cache (see the module docstring); counters in ``stats`` and the attempt counts."""
+class RedisCache(RedisLink):
+    """Redis layer of the cache (see the module docstring); counters in ``stats`` and the link's attempt counts."""
 
     layer = "redis"
 
@@ -74,54 +79,34 @@ class RedisCache:
         *,
         ttl_s: float,
         op_timeout_s: float = 0.5,
+        retries: int = 2,
         lock_ttl_s: float = 10.0,
-        breaker_failures: int = 3,
-        breaker_cooldown_s: float = 5.0,
+        breaker: CircuitBreaker | None = None,
         clock: Callable[[], float] = time.monotonic,
         poll_s: tuple[float, float] = (0.01, 0.2),
         observer: Observer = NOOP,
     ) -> None:
-        self.client = client
+        breaker = breaker or CircuitBreaker(clock=clock)
+        breaker.on_change = self._breaker_changed
+        super().__init__(client, breaker, op_timeout_s=op_timeout_s, retries=retries)
         self.ttl_ms = max(1, round(ttl_s * 1000))
-        self.breaker = CircuitBreaker(
-            breaker_failures, breaker_cooldown_s, clock=clock, on_change=self._breaker_changed
-        )
-        self.op_timeout_s = op_timeout_s
         self.lock_ms = max(1, round(lock_ttl_s * 1000))
         self.poll_min_s, self.poll_max_s = poll_s
         self.observer = observer
         self.stats = LayerStats()
-        self.attempts = 0  # operations sent to Redis
-        self.failures = 0  # of which failed or timed out
-        self.skipped = 0  # operations refused by the open breaker
-        self.last_error: str | None = None
-
-    async def run(self, op: Callable[[RedisClient], Awaitable[T]]) -> T:
-        if not self.breaker.allow():
-            self.skipped += 1
-            raise RedisUnavailable("circuit breaker open")
-        self.attempts += 1
-        probe = self.breaker.state == "half_open"
-        try:
-            async with asyncio.timeout(self.op_timeout_s):
-                result = await op(self.client)
-        except Exception as exc:  # a cache never fails a request: anything Redis or the client raises fails open
-            self.failures += 1
-            self.last_error = f"{type(exc).__name__}: {exc}"
-            self.breaker.failure()
-            expected = isinstance(exc, RedisError | OSError | TimeoutError)
-            log.log(logging.DEBUG if expected else logging.WARNING, "redis operation failed: %s", self.last_error)
-            raise RedisUnavailable(self.last_error) from exc
-        except BaseException:
-            if probe:
-                self.breaker.abandon()  # cancelled mid-probe: no verdict either way
-            raise
-        self.breaker.success()
-        return result
+        self.duplicates = 0  # answers stored that were stored already (outside a refresh): calls made twice
 
     def _breaker_changed(self, state: BreakerState) -> None:
         if state == "open":
-            log.warning("redis cache unavailable; serving without it for %.1fs", self.breaker.cooldown_s)
+            ops = self.breaker.min_ops
+            log.warning(
+                "redis cache unavailable (over %.0f%% of at least %d operations failed within %.0fs); serving "
+                "without it for %.1fs",
+                100 * self.breaker.failure_rate,
+                ops,
+                self.breaker.window_s,
+                self.breaker.cooldown_s,
+            )
         elif state == "closed":
             log.warning("redis cache available again")
         self.observer.cache_breaker(state)
@@ -146,25 +131,33 @@ class RedisCache:
         return out
 
     async def _mget(self, names: list[str]) -> list[Any]:
-        return await self.run(lambda c: c.mget(names))
+        return await self.retried(lambda c: c.mget(names))
 
-    async def set(self, key: str, value: CacheValue) -> None:
+    async def set(self, key: str, value: CacheValue, *, fresh: bool = False) -> None:
+        """Store ``value``; an answer stored already means the call was made twice, unless ``fresh`` (a refresh
+        replaces the stored answer on purpose)."""
         stored = {name: field for name, field in value.items() if name != PARSED}
         blob = json.dumps(stored, ensure_ascii=False, separators=(",", ":"))
         try:
-            await self.run(lambda c: c.set(key, blob, px=self.ttl_ms))
+            existed = await self.retried(lambda c: c.eval(_STORE, 1, key, blob, self.ttl_ms))
         except RedisUnavailable:
             return
+        if existed and not fresh:
+            self.duplicates += 1
+            self.observer.single_flight_duplicate()
 
     async def claim(self, key: str, deadline: float, *, fresh: bool = False) -> Claim:
-        """The stored answer, or the key's lock, or (Redis unavailable, deadline passed, refresh) neither."""
+        """The stored answer, or the key's lock, or neither: the deadline passed, or a refresh found the key locked,
+        or Redis did not answer within the retries (``alone``: the caller calls on its own)."""
         lock, token = f"{key}:lock", secrets.token_hex(8)
         loop = asyncio.get_running_loop()
         delay = self.poll_min_s
         waited = False
+        args = (_CLAIM, 2, key, lock, token, self.lock_ms, int(fresh))
+
         try:
             while True:
-                reply = await self.run(lambda c: c.eval(_CLAIM, 2, key, lock, token, self.lock_ms, int(fresh)))
+                reply = await self.retried(lambda c: c.eval(*args), deadline)
                 if reply[0] == 1:  # answered (an unreadable answer is overwritten by calling again)
                     return Claim(value=_decode(reply[1]))
                 if reply[0] == 2:
@@ -178,7 +171,7 @@ class RedisCache:
                 await asyncio.sleep(min(remaining, delay * random.uniform(0.5, 1.0)))
                 delay = min(delay * 2, self.poll_max_s)
         except RedisUnavailable:
-            return Claim()
+            return Claim(alone=True)
 
     async def status(self) -> dict[str, Any]:
         """Pings Redis (through the breaker, so a probe here can also close it)."""
@@ -188,9 +181,6 @@ class RedisCache:
         except RedisUnavailable:
             status = "degraded"
         return {"layer": self.layer, "status": status, "breaker": self.breaker.state}
-
-    async def aclose(self) -> None:
-        await close(self.client)
 
 
 class _Lease:
@@ -213,7 +203,7 @@ class _Lease:
     async def release(self) -> None:
         self._renewer.cancel()
         try:
-            await self.cache.run(lambda c: c.eval(_RELEASE, 1, self.lock, self.token))
+            await self.cache.retried(lambda c: c.eval(_RELEASE, 1, self.lock, self.token))
         except RedisUnavailable:
             return  # the lock expires on its own
 

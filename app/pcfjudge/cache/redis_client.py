@@ -1,4 +1,4 @@
-"""Build a ``redis.asyncio`` client from ``PCFJ_REDIS_URL``: single node, Cluster or Sentinel, never retrying.
+"""Build a ``redis.asyncio`` client from ``PCFJ_REDIS_URL``: single node, Cluster or Sentinel; warm its pool.
 
     redis://[user:pass@]host:6379/0            one server (``rediss://`` for TLS, ``unix:///path.sock`` too)
     redis+cluster://[user:pass@]h1:7000,h2:7001    Redis Cluster, any reachable nodes as seeds (``rediss+cluster``)
@@ -8,9 +8,10 @@
 Query parameters of redis-py's ``from_url`` (``ssl_cert_reqs``, ``ssl_ca_certs``, ``client_name`` …) pass through.
 Every client gets short socket timeouts and exactly one client retry, on a connection error only: a pooled
 connection that went stale when Redis restarted is replaced at once instead of failing the operation (and pooled
-connections idle for ``HEALTH_CHECK_S`` are pinged before use). Timeouts are never retried: the cache's circuit
-breaker decides when to try again, so a dead Redis never holds a request in a retry loop. A single node's pool
-holds ``max_connections`` and, when all are busy, waits up to ``pool_timeout_s`` for one instead of failing.
+connections idle for ``HEALTH_CHECK_S`` are pinged before use). Timeouts are not retried by the client: the cache
+retries them within a budget and the request deadline, and its circuit breaker decides when to stop trying
+(``redis_link``). A single node's pool holds ``max_connections`` and, when all are busy, waits up to
+``pool_timeout_s`` for one instead of failing. ``warm_up`` opens pooled connections ahead of the first requests.
 """
 
 from __future__ import annotations
@@ -85,6 +86,26 @@ def connect(
     sentinel = Sentinel(hosts, sentinel_kwargs=sentinel_kwargs, ssl=ssl, **options, **timeouts)  # type: ignore[no-untyped-call]
     client: Redis = sentinel.master_for(service)
     return client
+
+
+async def warm_up(client: RedisClient, connections: int) -> None:
+    """Open ``connections`` pooled connections (connected, handshaken, each answering PING) and leave them in the
+    pool; a Cluster learns its slots and is pinged. Raises what the client raises while Redis does not answer."""
+    if isinstance(client, RedisCluster):
+        await client.initialize()
+        await client.ping()
+        return
+    pool = client.connection_pool
+    held: list[Any] = []
+    try:
+        for _ in range(max(1, min(connections, pool.max_connections))):
+            connection = await pool.get_connection()  # type: ignore[no-untyped-call]
+            held.append(connection)
+            await connection.send_command("PING")
+            await connection.read_response()
+    finally:
+        for connection in held:
+            await pool.release(connection)
 
 
 async def close(client: RedisClient) -> None:

@@ -72,7 +72,9 @@ def serve(args: argparse.Namespace) -> int:
         port=args.port,
         workers=workers,
         log_level=args.log_level,
-        # Safety: headers within PCFJ_HEADER_TIMEOUT_S (api.header_timeout), idle keep-alive closed, our access log
+        # Safety: headers within PCFJ_HEADER_TIMEOUT_S and within PCFJ_MAX_HEADER_BYTES / PCFJ_MAX_HEADER_COUNT
+        # (api.header_timeout: httptools sets no limit of its own, and uvicorn's h11_max_incomplete_event_size
+        # applies to its h11 protocol only), idle keep-alive closed, our access log
         http="pcfjudge.api.header_timeout:HeaderTimeoutProtocol",
         timeout_keep_alive=max(1, round(settings.keep_alive_s)),
         # X-Forwarded-For only from PCFJ_TRUSTED_PROXIES: uvicorn alone trusts 127.0.0.1, so a same-host proxy,

@@ -15,15 +15,26 @@ from pcfjudge.engine.progress import AnswerBy
 from pcfjudge.errors import client_error
 from pcfjudge.settings import FanOut
 
-_WAIT = re.compile(r"(?:^|[,;\s])wait\s*=\s*\"?(\d+(?:\.\d+)?)\"?", re.IGNORECASE)
+_SECONDS = re.compile(r"\d{1,9}(?:\.\d{1,6})?")
+"""A ``wait`` value as RFC 7240 gives it (delta-seconds; a decimal fraction allowed): no exponent, sign, NaN or
+infinity, at most 9 digits (about 31 years). Anything else is not a wait preference, and is ignored."""
 
 
 def prefer_wait_ms(prefer: str | None) -> float | None:
-    """``Prefer: wait=10`` (several preferences may share the header: ``respond-async, wait=10``) in milliseconds."""
-    if not prefer:
-        return None
-    found = _WAIT.search(prefer)
-    return float(found.group(1)) * 1000 if found else None
+    """``Prefer: wait=10`` (several preferences may share the header: ``respond-async, wait=10``) in milliseconds.
+
+    Only a preference named ``wait`` counts (``x;wait=5``: a parameter of another preference, ignored), and only
+    the first (RFC 7240), with a value ``_SECONDS`` matches (``wait=1e10`` or ``wait=-1``: ignored, never 1 s)."""
+    for item in (prefer or "").split(","):
+        token = item.split(";", 1)[0]
+        name, equals, value = token.partition("=")
+        if name.strip().lower() != "wait" or not equals:
+            continue
+        value = value.strip()
+        if len(value) >= 2 and value[0] == value[-1] == '"':
+            value = value[1:-1]
+        return float(value) * 1000 if _SECONDS.fullmatch(value) else None  # RFC 7240: the first one counts
+    return None
 
 
 def answer_deadline(settings: FanOut, deadline_ms: int | None, prefer: str | None) -> AnswerBy | None:

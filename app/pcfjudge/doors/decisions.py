@@ -10,7 +10,7 @@ import time
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING, TypeVar
 
-from pcfjudge.engine.chat_runs import ChatResult
+from pcfjudge.engine.chat_values import ChatResult
 from pcfjudge.engine.failures import JudgingFailed
 from pcfjudge.engine.listwise_runs import ListwiseResult
 from pcfjudge.engine.pairwise_passes import PairwiseResult

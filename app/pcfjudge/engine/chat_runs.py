@@ -18,92 +18,24 @@ from __future__ import annotations
 
 import asyncio
 import json
-from dataclasses import dataclass, field
-from typing import Literal
 
 from pcfjudge.backends.base import ChatPayload, JudgeCall
-from pcfjudge.backends.registry import Jury, ResolvedModel
+from pcfjudge.backends.registry import ResolvedModel
 from pcfjudge.engine.calls import Decoder
+from pcfjudge.engine.chat_values import ChatOptions, ChatResult, ChatRun, ChatTask
 from pcfjudge.engine.failures import JudgingFailed, judging_failed
 from pcfjudge.engine.progress import DEADLINE_KIND, Watch
 from pcfjudge.engine.runner import CallOutcome, CallRunner, CallSpec
 from pcfjudge.judging.cache_keys import cache_key, item_hash
 from pcfjudge.judging.parse import OutputError
-from pcfjudge.judging.permutations import schedule
 from pcfjudge.judging.templates.chat_consensus import Decision, decide, label_map, to_caller
-from pcfjudge.judging.templates.template_base import Found, Message, Verdict
-from pcfjudge.types import CacheMode, DecodingParams, Usage
+from pcfjudge.judging.templates.template_base import Found, Verdict
+from pcfjudge.types import DecodingParams, Usage
 
 VERSION = "chat-v1"
 """The prompt version recorded for chat calls (the prompt is the caller's; this names how it is sent)."""
 
-
-@dataclass(frozen=True, slots=True)
-class ChatOptions:
-    """What the caller asked of the judge beyond its messages (None: the server's default)."""
-
-    temperature: float | None = None
-    max_tokens: int | None = None
-    seed: int | None = None
-    response_format: str | None = None  # JSON text, sent on as it is
-
-
-@dataclass(frozen=True, slots=True)
-class ChatTask:
-    messages: tuple[Message, ...]
-    found: Found | None  # the recognised template (None: passed through as one call)
-    options: ChatOptions = ChatOptions()
-    k: int = 4  # a list's orders
-    cache_mode: CacheMode = "use"
-    model: ResolvedModel | Jury | str | None = None
-
-    @property
-    def orders(self) -> list[tuple[int, ...]]:
-        """The orders judged: none to permute (one call, as sent), a pair's two, or a list's ``k``."""
-        if self.found is None:
-            return [()]
-        n = len(self.found.spans)
-        if n == 2:
-            return [(0, 1), (1, 0)]
-        orders = [tuple(range(n))]
-        orders += [p for p in schedule(n, self.k + 1) if p != orders[0]]
-        return orders[: self.k]
-
-    @property
-    def texts(self) -> tuple[str, ...]:
-        return tuple(text for _, text in self.messages)
-
-
-@dataclass(slots=True)
-class ChatRun:
-    """One order and what became of it: the judge's answer, its verdict as shown and in the caller's order."""
-
-    order: tuple[int, ...]
-    model: str
-    content: str | None = None
-    shown: Verdict | None = None
-    verdict: Verdict | None = None
-    cached: bool = False
-    latency_ms: float = 0.0
-    usage: Usage = field(default_factory=Usage)
-    error: str | None = None
-
-
-@dataclass(slots=True)
-class ChatResult:
-    model: str
-    template: str | None
-    runs: list[ChatRun]
-    decision: Decision | None
-    content: str
-    chosen: int | None  # the run whose answer is the reply (None: the template's own wording)
-    backend_calls: int
-    cache_hits: int
-    usage: Usage
-    cost_usd: float | None = None
-    degraded: bool = False  # an order failed: the consensus is over the others
-    stopped: Literal["deadline"] | None = None  # the caller's deadline cut an order (the others' verdict stands)
-    jury: None = None  # the jury report the other doors give (the chat door reports jurors per run)
+__all__ = ["VERSION", "ChatOptions", "ChatResult", "ChatRun", "ChatTask", "judge_chat"]
 
 
 def params_for(task: ChatTask, base: DecodingParams) -> DecodingParams:

@@ -19,7 +19,7 @@ from typing import Any, Literal, Protocol, TypeVar, overload
 from pcfjudge import context
 from pcfjudge.backends.params import decoding_params
 from pcfjudge.backends.registry import Jury, ModelError, Registry, ResolvedModel
-from pcfjudge.engine.chat_runs import ChatResult, ChatTask, judge_chat
+from pcfjudge.engine.chat_values import ChatResult, ChatTask
 from pcfjudge.engine.failures import JudgingFailed
 from pcfjudge.engine.listwise_runs import ListwiseResult, ListwiseTask, RunPlan, judge_listwise, plan_runs
 from pcfjudge.engine.pairwise_passes import (
@@ -34,7 +34,6 @@ from pcfjudge.engine.plan import Plan
 from pcfjudge.engine.progress import PLAIN, RunEvent, Watch
 from pcfjudge.engine.runner import CallRunner
 from pcfjudge.engine.spend import Meter
-from pcfjudge.engine.window_runs import judge_windows, window_spec
 from pcfjudge.errors import Refusal
 from pcfjudge.judging import reliability
 from pcfjudge.judging.prompts import PromptStyle, listwise_version
@@ -182,6 +181,8 @@ class Judge:
         texts = (task.question, *task.texts)
         window, n = self.settings.max_candidates, len(task.ids)
         if n > window:
+            from pcfjudge.engine.window_runs import window_spec  # rounds of windows: loaded by the first such plan
+
             spec = window_spec(task, window)
             calls, least = budget_calls(n, window, spec.rounds, spec.max_calls), least_calls(n, window)
             if calls < least:  # front doors refuse this first; an in-process caller or a grown reward group may not
@@ -283,6 +284,8 @@ class Judge:
     async def _listwise(self, task: ListwiseTask, plan: Plan[Any], watch: Watch) -> ListwiseResult:
         s = self.settings
         if plan.strategy == "windows":
+            from pcfjudge.engine.window_runs import judge_windows
+
             assert plan.window is not None
             window = plan.window
 
@@ -329,6 +332,8 @@ class Judge:
 
     async def _chat(self, task: ChatTask, plan: Plan[Any], watch: Watch) -> ChatResult:
         params = [self.params(m) for m in plan.jurors]
+        from pcfjudge.engine.chat_runs import judge_chat  # the templates: loaded by the first chat judgment
+
         return await judge_chat(task, plan.jurors, self.runner, params, watch)
 
     async def _spend(self, plan: Plan[Any], watch: Watch, judgment: Callable[[Watch], Awaitable[R]]) -> R:

@@ -18,7 +18,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Literal, TypeVar
 
 from pcfjudge.backends.registry import Jury, ResolvedModel
-from pcfjudge.engine.chat_runs import ChatResult, ChatTask
+from pcfjudge.engine.chat_values import ChatResult, ChatTask
 from pcfjudge.engine.listwise_runs import ListwiseResult, ListwiseTask
 from pcfjudge.engine.pairwise_passes import PairwiseResult, PairwiseTask
 from pcfjudge.engine.progress import RunEvent, Watch

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Generic, Literal, TypeVar
 
 from pcfjudge.backends.registry import Jury, ResolvedModel
-from pcfjudge.engine.chat_runs import ChatTask
+from pcfjudge.engine.chat_values import ChatTask
 from pcfjudge.engine.listwise_runs import ListwiseTask, RunPlan
 from pcfjudge.engine.pairwise_passes import PairwiseTask
 

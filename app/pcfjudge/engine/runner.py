@@ -58,7 +58,7 @@ class CallCache(Protocol):
 
     async def get_many(self, keys: Sequence[str]) -> list[CacheValue | None]: ...
 
-    async def set(self, key: str, value: CacheValue) -> None: ...
+    async def set(self, key: str, value: CacheValue, *, fresh: bool = False) -> None: ...
 
 
 class CallRunner(Protocol):
@@ -211,6 +211,8 @@ class Runner:
             stored.latency_ms = _ms(started)
             tracing.shared(model.string, "replica")
             return stored
+        if claim.alone:  # no shared flight: the other replicas may be making this call too
+            self.observer.single_flight_alone()
         try:
             return await self._call(spec, model, by, cache_mode)
         finally:
@@ -257,7 +259,7 @@ class Runner:
             else:
                 self.observer.backend_call(model.string, "ok", time.perf_counter() - call_started, completion.usage)
                 if cache_mode != "bypass":
-                    await self._store(spec, model, answer, parsed, usage)
+                    await self._store(spec, model, answer, parsed, usage, fresh=cache_mode == "refresh")
                 return CallOutcome(answer=answer, parsed=parsed, latency_ms=_ms(started), usage=usage)
             kind = exc.kind if isinstance(exc, BackendError) else "parse_error"
             self.observer.backend_call(model.string, kind, time.perf_counter() - call_started, None)
@@ -279,7 +281,14 @@ class Runner:
             await asyncio.sleep(delay)
 
     async def _store(
-        self, spec: CallSpec, model: ResolvedModel, answer: dict[str, object], parsed: object, usage: Usage
+        self,
+        spec: CallSpec,
+        model: ResolvedModel,
+        answer: dict[str, object],
+        parsed: object,
+        usage: Usage,
+        *,
+        fresh: bool,
     ) -> None:
         value = {
             "answer": answer,
@@ -289,7 +298,7 @@ class Runner:
         }
         if parsed is not None:
             value[PARSED] = parsed  # kept in process only (the Redis layer stores the JSON fields)
-        await self.cache.set(spec.key, value)
+        await self.cache.set(spec.key, value, fresh=fresh)
 
     def _backoff(self, attempt: int, retry_after: float | None) -> float:
         base = min(self.retry_max_s, self.retry_base_s * 2.0 ** (attempt - 1))

@@ -97,6 +97,7 @@ STATUS: dict[str, int] = {
     "overloaded": 503,
     "shutting_down": 503,
     "jobs_unavailable": 503,
+    "jobs_full": 503,
 }
 """Error kind → HTTP status: the one table (``errors``: below this layer an error has a kind, never a status). A
 judgment that failed (``JudgingFailed``) keeps the 502/503/504 its backends' failures chose."""

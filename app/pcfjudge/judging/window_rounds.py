@@ -29,12 +29,14 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pcfjudge.judging import consensus as cons
 from pcfjudge.judging.run_records import RunJudgments
-from pcfjudge.judging.window_fit import Observation, WindowFit, fit_windows
-from pcfjudge.judging.windows import Window, plan_windows, uncertain_at, window_sizes, windows_over
+
+if TYPE_CHECKING:
+    from pcfjudge.judging.window_fit import Observation, WindowFit
+    from pcfjudge.judging.windows import Window
 
 WindowStop = Literal["rounds", "certified", "budget", "failed", "incomplete", "deadline"]
 FOCUS_ROUNDS = 2
@@ -44,7 +46,10 @@ CERTAIN_Z = 2.0
 
 
 def windows_per_round(n: int, window: int) -> int:
-    return len(window_sizes(n, window))
+    """``len(windows.window_sizes(n, window))``: ``ceil(n / window)`` windows a round (one, within one window)."""
+    if window < 2:
+        raise ValueError("a window holds at least 2 candidates")
+    return 1 if n <= window else math.ceil(n / window)
 
 
 def budget_calls(n: int, window: int, rounds: int, max_calls: int | None = None) -> int:
@@ -119,6 +124,10 @@ class WindowRanking:
         self._last: WindowFit | None = None  # the latest fit, where a refit starts
 
     def next_windows(self) -> list[Window]:
+        # The planner (windows.py) and the fit (window_fit.py, numpy): loaded by the first windowed judgment; the
+        # budgets above are all a served process needs until then.
+        from pcfjudge.judging.windows import plan_windows, uncertain_at, windows_over
+
         if self.stopped is not None:
             return []
         if self.steps == 0:
@@ -175,6 +184,8 @@ class WindowRanking:
 
     def fit(self) -> WindowFit:
         if self._fit is None:
+            from pcfjudge.judging.window_fit import fit_windows  # numpy: loaded by the first windowed judgment
+
             self._fit = fit_windows(self.n, self.observations, start=self._last.scores if self._last else None)
             self._last = self._fit
         return self._fit

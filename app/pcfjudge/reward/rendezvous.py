@@ -118,8 +118,8 @@ def _text(value: Any) -> str:
 class RedisRendezvous:
     """Collects groups across replicas (see the module docstring), falling back to ``local`` without Redis.
 
-    ``breaker_failures`` and ``breaker_cooldown_s`` are accepted for the settings' sake: a stall is ridden out for
-    ``patience_s`` instead of tripping a breaker (a split group costs more than a wait)."""
+    It has no circuit breaker: a stall is ridden out for ``patience_s`` instead (a split group costs more than a
+    wait)."""
 
     def __init__(
         self,
@@ -128,8 +128,6 @@ class RedisRendezvous:
         *,
         judge_timeout_s: float,
         op_timeout_s: float = 0.5,
-        breaker_failures: int = 3,
-        breaker_cooldown_s: float = 5.0,
         poll_s: tuple[float, float] = (0.01, 0.2),
         patience_s: float | None = None,
     ) -> None:

@@ -73,8 +73,6 @@ class Rewards:
             local,
             judge_timeout_s=judge.timeout_s,
             op_timeout_s=read_s + connect_s,
-            breaker_failures=settings.redis_breaker_failures,
-            breaker_cooldown_s=settings.redis_breaker_cooldown_s,
         )
         return cls(settings, judge, local, shared)
 

@@ -35,7 +35,8 @@ class JobRequest(Strict):
         min_length=1,
         max_length=2048,
         description="POSTed the final job, signed (X-Pcfjudge-Signature), when it succeeds or fails: http(s), not "
-        "this service; needs PCFJ_WEBHOOK_SECRET on the server (else 422).",
+        "this service, a public address (unless the server's PCFJ_WEBHOOK_ALLOW allows it); needs "
+        "PCFJ_WEBHOOK_SECRET on the server (else 422).",
         examples=["https://example.com/hooks/pcfjudge"],
     )
 
@@ -61,8 +62,15 @@ class WebhookOutcome(BaseModel):
         description="Whether a 2xx came back; null: not yet tried (the job has not ended).", examples=[True]
     )
     attempts: int = Field(description="Deliveries tried (at most 4).", examples=[1])
-    status: int | None = Field(description="The receiver's last HTTP status, if it answered.", examples=[200])
-    error: str | None = Field(description="Why the last try failed, if it did.", examples=[None])
+    status: int | None = Field(
+        description="The receiver's status once delivered (a 2xx); null otherwise: a failure says only its class.",
+        examples=[200],
+    )
+    error: str | None = Field(
+        description="Why the last try failed, if it did, by its class only: the receiver answered 4xx or 5xx, gave no "
+        "answer, or its host is an address webhooks may not reach (refused, not tried again).",
+        examples=[None],
+    )
 
 
 class Job(BaseModel):

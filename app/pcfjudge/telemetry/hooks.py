@@ -17,6 +17,14 @@ class Observer(Protocol):
 
     def single_flight_wait(self) -> None: ...
 
+    def single_flight_alone(self) -> None:
+        """A backend call made without the shared (cross-replica) single flight: Redis failed or its breaker is open."""
+        ...
+
+    def single_flight_duplicate(self) -> None:
+        """An answer stored that another caller had stored already (outside a refresh): one call made twice."""
+        ...
+
     def cache_lookup(self, layer: str, result: str, n: int) -> None:
         """``n`` key lookups in ``layer`` ("memory" | "redis") ended as ``result`` ("hit" | "miss" | "error")."""
         ...
@@ -42,6 +50,12 @@ class _Noop:
         return None
 
     def single_flight_wait(self) -> None:
+        return None
+
+    def single_flight_alone(self) -> None:
+        return None
+
+    def single_flight_duplicate(self) -> None:
         return None
 
     def cache_lookup(self, layer: str, result: str, n: int) -> None:

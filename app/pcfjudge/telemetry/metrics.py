@@ -85,6 +85,15 @@ COST = Counter(
 )
 CACHE_LOOKUPS = Counter("pcfjudge_cache_lookups_total", "Cache lookups by layer and result", ["layer", "result"])
 SINGLE_FLIGHT = Counter("pcfjudge_single_flight_waits_total", "Calls that waited for an identical call in flight")
+FLIGHT_ALONE = Counter(
+    "pcfjudge_single_flight_unavailable_calls_total",
+    "Backend calls made while the shared (cross-replica) single flight was unavailable: Redis failed or its breaker "
+    "was open, so other replicas may have made the same call",
+)
+FLIGHT_DUPLICATES = Counter(
+    "pcfjudge_single_flight_duplicates_total",
+    "Answers stored that were stored already (outside a refresh): backend calls made twice for one key",
+)
 BREAKER = Gauge(
     "pcfjudge_cache_breaker_open",
     "Redis circuit breaker: 0 closed, 0.5 half open, 1 open",
@@ -294,6 +303,12 @@ class Metrics:
 
     def single_flight_wait(self) -> None:
         SINGLE_FLIGHT.inc()
+
+    def single_flight_alone(self) -> None:
+        FLIGHT_ALONE.inc()
+
+    def single_flight_duplicate(self) -> None:
+        FLIGHT_DUPLICATES.inc()
 
     def cache_lookup(self, layer: str, result: str, n: int) -> None:
         if n:

@@ -115,6 +115,39 @@ def _add_soak(kinds: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     soak.set_defaults(func=_soak)
 
 
+def _flight(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from pcfjudge_lab.bench.flight_bench import FlightBench, format_report, run
+
+    bench = FlightBench(args.runs, args.replicas, args.requests, args.k, args.latency_ms, args.busy)
+    results = run(bench, Path(args.workdir) if args.workdir else None, lambda line: print(line, file=sys.stderr))
+    print(format_report(bench, results))
+    return 0 if all(r.held(bench) for r in results) else 1
+
+
+def _add_flight(kinds: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    import os
+
+    flight = kinds.add_parser(
+        "flight",
+        help="single flight across replicas: cold starts, a burst of identical requests on busy CPUs, K calls each",
+        description="Start N fresh `pcfjudge serve` replicas on a private redis-server (emptied) and the fake "
+        "provider, wait for their /readyz, then send a burst of identical K-run requests spread over them while one "
+        "busy-loop process per core keeps the CPUs busy; count the provider calls. Repeated --runs times; prints "
+        "each run's calls and what fail-open cost, and exits 1 unless every run made exactly K calls.",
+    )
+    arg = flight.add_argument
+    arg("--runs", type=int, default=20, help="cold starts (default 20)")
+    arg("--replicas", type=int, default=3, help="pcfjudge serve processes per run (default 3)")
+    arg("--requests", type=int, default=30, help="identical requests per burst (default 30)")
+    arg("--k", type=int, default=5, help="permutations per request: the calls single flight allows (default 5)")
+    arg("--latency-ms", type=float, default=400.0, help="fake provider latency per call (default 400)")
+    arg("--busy", type=int, default=os.cpu_count() or 1, help="busy-loop processes during each burst (one per core)")
+    arg("--workdir", help="keep the processes' logs here (default: a temporary directory)")
+    flight.set_defaults(func=_flight)
+
+
 def _reward(args: argparse.Namespace) -> int:
     from pcfjudge_lab.bench.reward_bench import RewardBench, format_report, run
 
@@ -399,7 +432,10 @@ def _add_tracing(kinds: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
 def _loop(args: argparse.Namespace) -> int:
     from pcfjudge_lab.bench.loop_bench import LoopBench, format_report, run
 
-    bench = LoopBench(args.documents, args.concurrent, args.latency_ms, args.probe_ms, args.alone_probes)
+    bench = LoopBench(
+        args.documents, args.concurrent, args.latency_ms, args.probe_ms, args.alone_probes, args.queued_jobs,
+        args.job_workers,
+    )  # fmt: skip
     print(format_report(bench, run(bench)))
     return 0
 
@@ -418,6 +454,8 @@ def _add_loop(kinds: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     arg("--latency-ms", type=float, default=300.0, help="the fake provider's latency per call (default 300)")
     arg("--probe-ms", type=float, default=20.0, help="time between two /healthz probes (default 20)")
     arg("--alone-probes", type=int, default=150, help="/healthz probes with nothing else running (default 150)")
+    arg("--queued-jobs", type=int, default=100, help="key A's queued jobs in the fairness phase (0: none; default 100)")
+    arg("--job-workers", type=int, default=4, help="job workers in the fairness phase (default 4)")
     loop.set_defaults(func=_loop)
 
 
@@ -499,6 +537,7 @@ def add_bench_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser])
     cache.set_defaults(func=_cache)
     _add_overload(kinds)
     _add_soak(kinds)
+    _add_flight(kinds)
     _add_engine(kinds)
     _add_reward(kinds)
     _add_http(kinds)

@@ -9,7 +9,9 @@ as ``pcfjudge bench http`` does, then measures in one run:
 * the CPU one such rerank costs the server process (its CPU seconds over the batch, per rerank);
 * where that CPU goes: one rerank of the same size in process under ``cProfile``, its own time grouped by stage
   (HTTP and validation, planning the windows, rendering prompts, the provider's client, reading answers, fitting,
-  the engine, shaping the response, the event loop).
+  the engine, shaping the response, the event loop);
+* how jobs are shared between keys: key A queues ``--queued-jobs`` jobs of about a second on ``--job-workers``
+  workers (in process, keys on), then key B sends one: how long B's job waits to start.
 
 A judgment's CPU runs on the event loop; the figures say how long a probe waits behind it (docs/performance.md).
 """
@@ -41,6 +43,8 @@ class LoopBench:
     latency_ms: float = 300.0
     probe_ms: float = 20.0
     alone_probes: int = 150
+    queued_jobs: int = 100  # key A's backlog in the fairness phase (0: no fairness phase)
+    job_workers: int = 4
 
 
 @dataclass(slots=True)
@@ -52,6 +56,11 @@ class Measured:
     stages: dict[str, float] = field(default_factory=dict)  # share of one rerank's profiled own time
     profiled_s: float = 0.0
     load: tuple[float, float] = (0.0, 0.0)
+    fair_wait_s: float = 0.0  # key B's first job's wait to start while key A had ``queued_jobs`` queued
+    fair_still_queued: int = 0  # of A's jobs, still queued when B's started
+
+
+JOB_S = 1.0  # each fairness job: K=3 simulated calls of a second, run at once
 
 
 def rerank_body(tag: str, documents: int) -> dict[str, Any]:
@@ -100,6 +109,10 @@ def run(bench: LoopBench) -> Measured:
                 prober.join()
             out.cpu_per_rerank_s = (cpu_s(stack.serve_pid) - cpu0) / bench.concurrent
             out.profiled_s, out.stages = asyncio.run(_profile_one(stack, bench.documents))
+            if bench.queued_jobs:
+                out.fair_wait_s, out.fair_still_queued = asyncio.run(
+                    fairness(bench.queued_jobs, bench.job_workers, JOB_S)
+                )
         finally:
             stack.close()
     out.load = (out.load[0], os.getloadavg()[0])
@@ -204,4 +217,52 @@ def format_report(bench: LoopBench, m: Measured) -> str:
         "waits left out):",
     ]
     lines += [f"    {share * 100:5.1f} %  {stage}" for stage, share in m.stages.items()]
+    if bench.queued_jobs:
+        fifo = bench.queued_jobs / bench.job_workers * JOB_S
+        lines.append(
+            f"  jobs: key B's first job started {m.fair_wait_s:.2f} s after it was sent, while key A had "
+            f"{bench.queued_jobs} jobs of about {JOB_S:g} s queued on {bench.job_workers} workers "
+            f"({m.fair_still_queued} still queued then; first come, first served it would wait about {fifo:.0f} s)"
+        )
     return "\n".join(lines)
+
+
+KEYS = "alice:alice-key-0123456789,bob:bob-key-0123456789"
+ALICE, BOB = {"Authorization": "Bearer alice-key-0123456789"}, {"Authorization": "Bearer bob-key-0123456789"}
+
+
+async def fairness(queued: int, workers: int, job_s: float) -> tuple[float, int]:
+    """Key A queues ``queued`` jobs of about ``job_s`` each on ``workers`` workers (in process, the simulated judge);
+    then key B sends one: how long B's job waited to start, and how many of A's were still queued then."""
+    from asgi_lifespan import LifespanManager
+    from pcfjudge.surface import Settings, create_app
+
+    settings = Settings(api_keys=KEYS, job_workers=workers, sim_latency_ms=job_s * 1000, default_k=3)
+    body = {"question": "How many moons does Mars have?", "candidates": ["Two.", "One.", "None."], "k": 3}
+    app = create_app(settings)
+    async with LifespanManager(app) as manager:
+        transport = httpx.ASGITransport(app=manager.app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://bench", timeout=60) as client:
+
+            async def submit(n: int, key: dict[str, str]) -> str:
+                request = body | {"question": f"{body['question']} ({n})"}  # each its own item: no cache hit
+                reply = await client.post(
+                    "/v1/jobs", json={"endpoint": "/judge/listwise", "request": request}, headers=key
+                )
+                if reply.status_code != 202:
+                    raise RuntimeError(f"/v1/jobs answered {reply.status_code}: {reply.text[:300]}")
+                return reply.headers["location"]
+
+            backlog = [await submit(n, ALICE) for n in range(queued)]
+            await asyncio.sleep(0.3)  # A's first jobs are running, the rest wait
+            sent = time.perf_counter()
+            bobs = await submit(queued, BOB)
+            for _ in range(60_000):  # polled as a client would (every 10 ms, at most 10 minutes)
+                if (await client.get(bobs, headers=BOB)).json()["started_at"] is not None:
+                    break
+                await asyncio.sleep(0.01)
+            waited = time.perf_counter() - sent
+            statuses = [(await client.get(job, headers=ALICE)).json()["status"] for job in backlog]
+            for job in backlog:  # stop the rest: the app then stops at once
+                await client.delete(job, headers=ALICE)
+    return waited, statuses.count("queued")

@@ -1,4 +1,5 @@
-"""Local processes for ``pcfjudge bench soak``: replicas, the fake provider and a private ``redis-server``.
+"""Local processes for ``pcfjudge bench soak`` and ``flight``: replicas, the fake provider, a private
+``redis-server``, and busy loops that keep every core busy (``busy_cores``).
 
 Every process listens on 127.0.0.1 only, logs to a file in the bench's work directory, and is stopped by
 ``Fleet.close()``; ``kill()`` is SIGKILL (a crash), ``stop()`` is SIGTERM (a graceful stop, as Kubernetes does).
@@ -13,7 +14,8 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -55,9 +57,15 @@ class Proc:
         self.popen: subprocess.Popen[bytes] | None = None
 
     def start(self, timeout_s: float = 60.0) -> None:
+        self.launch()
+        self.wait_ready(timeout_s)
+
+    def launch(self) -> None:
+        """Start the process without waiting for it (``wait_ready``): several start at once."""
         with self.log.open("ab") as out:
             self.popen = subprocess.Popen(self.argv, env=self.env, stdout=out, stderr=subprocess.STDOUT)
 
+    def wait_ready(self, timeout_s: float = 60.0) -> None:
         def up() -> bool:
             if self.popen is not None and self.popen.poll() is not None:
                 tail = self.log.read_text(errors="replace")[-2000:]
@@ -144,6 +152,21 @@ class Fleet:
         for proc in [*self.replicas, self.fake, self.redis]:
             with contextlib.suppress(Exception):
                 proc.stop(timeout_s=30)
+
+
+@contextmanager
+def busy_cores(count: int | None = None) -> Iterator[int]:
+    """One busy-loop process per core (or ``count``) while the block runs: a burst on a machine with no spare CPU.
+    Yields how many run; each is killed (by its own process) afterwards."""
+    count = (os.cpu_count() or 1) if count is None else count
+    loops = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
+    try:
+        yield count
+    finally:
+        for loop in loops:
+            loop.kill()
+        for loop in loops:
+            loop.wait(30)
 
 
 def _ready_check(url: str) -> Callable[[], bool]:

@@ -15,13 +15,16 @@ from pcfjudge_lab.bench.loop_bench import LoopBench, format_report, run, stage_o
 
 @pytest.mark.slow
 def test_the_loop_bench_probes_healthz_alone_and_under_reranks_and_says_where_the_cpu_goes() -> None:
-    bench = LoopBench(documents=40, concurrent=2, latency_ms=20, probe_ms=5, alone_probes=10)
+    bench = LoopBench(
+        documents=40, concurrent=2, latency_ms=20, probe_ms=5, alone_probes=10, queued_jobs=8, job_workers=2
+    )
     measured = run(bench)
     assert len(measured.alone_ms) == 10 and measured.loaded_ms and len(measured.rerank_s) == 2
     assert measured.cpu_per_rerank_s > 0 and measured.profiled_s > 0
     assert sum(measured.stages.values()) == pytest.approx(1.0)
     report = format_report(bench, measured)
     assert "/healthz alone" in report and "during 2 reranks of 40" in report and "server CPU per rerank" in report
+    assert measured.fair_wait_s > 0 and 0 <= measured.fair_still_queued <= 8 and "key B's first job" in report
 
 
 def test_the_loop_bench_command_is_registered(capsys: pytest.CaptureFixture[str]) -> None:

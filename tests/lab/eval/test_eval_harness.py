@@ -149,11 +149,11 @@ def test_interrupted_run_resumes_without_repeating_logged_calls(
     calls: list[tuple[int, tuple[str, ...]]] = []
     original = SimBackend.complete
 
-    async def interrupting(self: SimBackend, call: JudgeCall) -> Completion:
+    async def interrupting(self: SimBackend, call: JudgeCall, until: float | None = None) -> Completion:
         if len(calls) >= 100:
             raise KeyboardInterrupt  # as Ctrl-C would, in the middle of a batch of calls
         calls.append((call.sample, call.displayed))
-        return await original(self, call)
+        return await original(self, call, until)
 
     monkeypatch.setattr(SimBackend, "complete", interrupting)
     out = tmp_path / "out"
@@ -166,9 +166,9 @@ def test_interrupted_run_resumes_without_repeating_logged_calls(
     logged = {(x["sample"], tuple(x["order"]), x["item"]) for x in first if not x["cached"]}
     calls.clear()
 
-    async def counting(self: SimBackend, call: JudgeCall) -> Completion:
+    async def counting(self: SimBackend, call: JudgeCall, until: float | None = None) -> Completion:
         calls.append((call.sample, call.displayed))
-        return await original(self, call)
+        return await original(self, call, until)
 
     monkeypatch.setattr(SimBackend, "complete", counting)
     assert run_rb2(data, out) == 0
@@ -225,9 +225,9 @@ def test_failed_runs_are_logged_and_only_they_are_retried_on_rerun(
     calls: list[int] = []
     original = SimBackend.complete
 
-    async def counting(self: SimBackend, call: JudgeCall) -> Completion:
+    async def counting(self: SimBackend, call: JudgeCall, until: float | None = None) -> Completion:
         calls.append(call.sample)
-        return await original(self, call)
+        return await original(self, call, until)
 
     monkeypatch.setattr(SimBackend, "complete", counting)
     assert run_rb2(data, out, "--k", "3", "--executions", "2") == 0
@@ -261,11 +261,11 @@ def test_an_engine_that_dies_mid_run_stops_the_eval_with_what_it_died_of(
     monkeypatch.setenv("PCFJ_MAX_RETRIES", "0")
     original, answered = SimBackend.complete, []
 
-    async def dies_after_ten(self: SimBackend, call: JudgeCall) -> Completion:
+    async def dies_after_ten(self: SimBackend, call: JudgeCall, until: float | None = None) -> Completion:
         if len(answered) >= 10:
             raise ProviderError("cannot reach the openai endpoint at http://127.0.0.1:8080/v1/")
         answered.append(call.sample)
-        return await original(self, call)
+        return await original(self, call, until)
 
     monkeypatch.setattr(SimBackend, "complete", dies_after_ten)
     assert run_rb2(data, out, "--k", "3", "--executions", "1", "--concurrency", "1") == 2

@@ -26,9 +26,8 @@ from pydantic import BaseModel, ValidationError
 from pcfjudge import context
 from pcfjudge.api.jobs.job_view import location, unavailable
 from pcfjudge.api.middleware.respond_async import preference
-from pcfjudge.cache.job_record import JobRecord, StoreUnavailable
+from pcfjudge.cache.job_record import Admission, JobRecord, StoreUnavailable, compact_json, request_bytes
 from pcfjudge.doors.anytime import answer_deadline
-from pcfjudge.doors.chat import chat_plan
 from pcfjudge.doors.chat.chat_protocol import ChatRequest
 from pcfjudge.doors.listwise import listwise_plan
 from pcfjudge.doors.listwise.listwise_protocol import ListwiseRequest
@@ -40,6 +39,7 @@ from pcfjudge.doors.reward.reward_plan import plan_request
 from pcfjudge.doors.reward.reward_protocol import RewardRequest
 from pcfjudge.errors import ApiError, client_error
 from pcfjudge.services import Services
+from pcfjudge.settings import JobSettings
 
 WEBHOOK_HEADER = "X-Pcfjudge-Webhook"
 NOT_STREAMED = "a job's result is one JSON body: drop stream (poll the job, or give a webhook)"
@@ -93,6 +93,8 @@ def _chat(services: Services, body: ChatRequest, prefer: str | None) -> None:
     if body.stream:
         raise client_error("stream", NOT_STREAMED)
     answer_deadline(services.settings, body.deadline_ms, prefer)
+    from pcfjudge.doors.chat import chat_plan  # the templates: loaded by the first chat request
+
     chat_plan.build_plan(body, services.settings, services.judge)
 
 
@@ -146,7 +148,7 @@ def from_prefer(endpoint: str, raw: bytes, headers: Mapping[str, str]) -> Submis
     return Submission(
         endpoint=endpoint,
         body=body,
-        raw=raw,
+        raw=raw if isinstance(body, bytes) else compact_json(body),  # kept compact, not as sent (padding and all)
         headers={"prefer": preferences} if preferences else {},
         webhook_url=headers.get(WEBHOOK_HEADER.lower()),
         loc=("body",),
@@ -155,9 +157,8 @@ def from_prefer(endpoint: str, raw: bytes, headers: Mapping[str, str]) -> Submis
 
 
 def from_jobs_route(endpoint: str, request: dict[str, Any], webhook_url: str | None) -> Submission:
-    """``POST /v1/jobs``: the request stored as JSON (no preferences: its deadline goes in the body)."""
-    raw = json.dumps(request, ensure_ascii=False, separators=(",", ":")).encode()
-    return Submission(endpoint, request, raw, {}, webhook_url, ("body", "request"), "webhook_url")
+    """``POST /v1/jobs``: the request stored as compact JSON (no preferences: its deadline goes in the body)."""
+    return Submission(endpoint, request, compact_json(request), {}, webhook_url, ("body", "request"), "webhook_url")
 
 
 def _json_type(content_type: str) -> bool:
@@ -174,21 +175,45 @@ def new_id() -> str:
     return f"job_{secrets.token_hex(16)}"
 
 
+def refusal(admission: Admission, size: int, s: JobSettings) -> ApiError:
+    """Why a job was not stored, naming the limit and the way out."""
+    if admission.refused == "count":
+        detail = (
+            f"this API key has {admission.active} queued or running jobs; at most {s.max_jobs_per_key} "
+            "(PCFJ_MAX_JOBS_PER_KEY); wait for one to end, or cancel one"
+        )
+        return ApiError("too_many_jobs", detail, headers={"Retry-After": "5"})
+    if admission.refused == "bytes":
+        detail = (
+            f"this job keeps {size} bytes and this API key's jobs (queued, running, and ended ones until they expire "
+            f"after PCFJ_JOB_TTL_S) keep {admission.kept_bytes}; at most {s.max_job_bytes_per_key} bytes in all "
+            "(PCFJ_MAX_JOB_BYTES_PER_KEY); send a smaller request, or wait for jobs to end or expire"
+        )
+        return ApiError("jobs_too_large", detail)
+    detail = (
+        f"this replica's jobs fill its job store ({s.max_job_store_bytes} bytes in all, PCFJ_MAX_JOB_STORE_BYTES); "
+        "retry shortly (or the operator can give the service Redis: PCFJ_REDIS_URL)"
+    )
+    return ApiError("jobs_full", detail, headers={"Retry-After": "5"})
+
+
 async def submit(services: Services, sub: Submission, request: Request, kick: Callable[[], None]) -> Response:
     """Check, store and acknowledge one job: 202 with ``{"id", "status": "queued", "location"}``."""
     s = services.settings
     check(services, sub)
     if sub.webhook_url is not None:
         from pcfjudge.api.jobs import webhooks  # a job with a webhook only
+        from pcfjudge.api.jobs.webhook_address import Policy
 
         server = request.scope.get("server")
-        webhooks.check_url(
+        await webhooks.check_url(
             sub.webhook_url,
             s.webhook_secret,
             request_host=request.headers.get("host"),
             scheme=request.url.scheme,
             server=tuple(server) if server else None,
             field=sub.webhook_field,
+            policy=Policy.parse(s.webhook_allow),
         )
     record = JobRecord(
         id=new_id(),
@@ -196,26 +221,16 @@ async def submit(services: Services, sub: Submission, request: Request, kick: Ca
         endpoint=sub.endpoint,
         request=sub.raw,
         headers=sub.headers,
-        size=len(sub.raw),
+        size=0,
         webhook_url=sub.webhook_url,
     )
+    record.size = request_bytes(record)
     try:
         admission = await services.jobs.admit(record, s.max_jobs_per_key, s.max_job_bytes_per_key, s.job_ttl_s)
     except StoreUnavailable:
         raise unavailable() from None
-    if admission.refused == "count":
-        detail = (
-            f"this API key has {admission.active} queued or running jobs; at most {s.max_jobs_per_key} "
-            "(PCFJ_MAX_JOBS_PER_KEY); wait for one to end, or cancel one"
-        )
-        raise ApiError("too_many_jobs", detail, headers={"Retry-After": "5"})
-    if admission.refused == "bytes":
-        detail = (
-            f"this job's request is {record.size} bytes and this API key's queued and running jobs hold "
-            f"{admission.active_bytes}; at most {s.max_job_bytes_per_key} bytes in all (PCFJ_MAX_JOB_BYTES_PER_KEY); "
-            "wait for a job to end, or send a smaller request"
-        )
-        raise ApiError("jobs_too_large", detail)
+    if admission.refused is not None:
+        raise refusal(admission, record.size, s)
     kick()
     where = location(record.id, str(request.scope.get("root_path", "")))
     body = orjson.dumps({"id": record.id, "status": "queued", "location": where})

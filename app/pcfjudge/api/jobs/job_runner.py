@@ -1,8 +1,9 @@
 """Runs jobs: every process sweeps the store for jobs it may claim, runs up to ``PCFJ_JOB_WORKERS`` of them, and keeps
 each one's lease while it runs (docs/api/jobs.md).
 
-* **Claim**: queued jobs, and running ones whose lease lapsed (the replica running them was killed), oldest first;
-  atomically, so one replica gets each. A job submitted here is claimed at once (``kick``); the others within
+* **Claim**: running jobs whose lease lapsed (the replica running them was killed) first, then queued ones, fairly
+  between API keys (the store's order: keys take turns, so one key's backlog delays another key's first job by about
+  one job, not by the backlog); atomically, so one replica gets each. A job submitted here is claimed at once (``kick``); the others within
   ``PCFJ_JOB_SWEEP_S``. A job started ``MAX_ATTEMPTS`` times (each time its process died) fails instead.
 * **Run**: the stored request goes to its ordinary route in this process (``loopback``), as its owner; a 429 or 503
   with Retry-After (a quota, an overloaded replica or backend) is waited out and sent again within the job's
@@ -11,7 +12,7 @@ each one's lease while it runs (docs/api/jobs.md).
   record progress (the calls finished so far, counted through the judgment's ``Watch``, ``on_outcome``). The store answers "cancelled" (a DELETE, on any replica) or
   "lost" (the lease lapsed and another replica took it): the request is stopped as a disconnecting client's is.
 * **End**: the route's status and body (or ``job_timeout`` past ``PCFJ_JOB_TIMEOUT_S`` from the first start), then
-  the webhook, if any, in the background. A process that stops gives its running jobs back (queued, the attempt not
+  the webhook, if any, in the background, within its owner's webhook connections (``webhooks.PER_KEY``). A process that stops gives its running jobs back (queued, the attempt not
   counted) for another replica to resume.
 """
 
@@ -74,6 +75,8 @@ class JobRunner:
         self.wake = asyncio.Event()
         self._sweeper: asyncio.Task[None] | None = None
         self._http: httpx.AsyncClient | None = None
+        self._hook_slots: dict[str, asyncio.Semaphore] = {}  # owner -> its webhooks' connections (webhooks.PER_KEY)
+        self._closing = False
 
     async def start(self) -> None:
         self._sweeper = asyncio.create_task(self._sweep(), name="pcfjudge-job-sweeper")
@@ -90,6 +93,8 @@ class JobRunner:
 
     async def aclose(self) -> None:
         """Stop sweeping; stop the running jobs and give them back; stop delivering webhooks."""
+        self._closing = True  # the sweeper stops at its next turn even if a Redis client swallowed its cancellation
+        self.wake.set()
         if self._sweeper is not None:
             self._sweeper.cancel()
             await asyncio.gather(self._sweeper, return_exceptions=True)
@@ -109,7 +114,7 @@ class JobRunner:
     # ── claiming ─────────────────────────────────────────────────────────────────────────────────────────────────
 
     async def _sweep(self) -> None:
-        while True:
+        while not self._closing:
             self.wake.clear()
             try:
                 await self._claim_some()
@@ -233,13 +238,16 @@ class JobRunner:
         record = await self.store.get(job_id)
         if record is None or secret is None:
             return
+        from pcfjudge.api.jobs import webhooks
+        from pcfjudge.api.jobs.webhook_address import Policy
+
         if self._http is None:
             self._http = httpx.AsyncClient(trust_env=False)
-        from pcfjudge.api.jobs import webhooks
-
+        slot = self._hook_slots.setdefault(record.owner, asyncio.Semaphore(webhooks.PER_KEY))
         outcome = webhooks.outcome(url)
+        policy = Policy.parse(self.settings.webhook_allow)
         try:
-            await webhooks.deliver(self._http, url, job_json(record), secret, job_id, outcome)
+            await webhooks.deliver(self._http, url, job_json(record), secret, job_id, outcome, policy=policy, slot=slot)
         except asyncio.CancelledError:
             outcome["error"] = "this replica stopped before the webhook was delivered; it is not sent again"
             raise

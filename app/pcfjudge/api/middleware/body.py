@@ -6,6 +6,9 @@
   ``pcfjudge.api.header_timeout``);
 * a JSON body must be strict JSON: a duplicate key in an object, or a ``NaN`` / ``Infinity`` literal (which Python's
   parser accepts), is a 422 naming it (checked in one pass of the C parser with hooks, before the app parses it);
+  so is one nested deeper than ``PCFJ_MAX_JSON_DEPTH`` (64), found before any parser recurses into it (``json_depth``:
+  Python's parser would raise RecursionError, a 500, at about a thousand levels). A body is JSON to these checks when
+  its content type says so or it has none (FastAPI parses both);
 * once the body is read, the connection is watched: when the client disconnects, the request's task is cancelled,
   and with it every backend call no other request is waiting for (see ``Runner.run``). The watch starts after
   ``WATCH_AFTER_S`` (50 ms), so a request answered sooner (a cache hit) costs no extra task.
@@ -13,10 +16,13 @@
 
 from __future__ import annotations
 
+import array
 import asyncio
 import contextlib
+import itertools
 import json
 import math
+import re
 from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -33,10 +39,16 @@ TEI_PATHS = frozenset({"/rerank"})
 
 class BodyMiddleware:
     def __init__(
-        self, app: ASGIApp, max_bytes: int, body_timeout_s: float, body_deadline_s: float | None = None
+        self,
+        app: ASGIApp,
+        max_bytes: int,
+        body_timeout_s: float,
+        body_deadline_s: float | None = None,
+        max_depth: int = 64,
     ) -> None:
         self.app, self.max_bytes, self.body_timeout_s = app, max_bytes, body_timeout_s
         self.body_deadline_s = body_deadline_s  # None: PCFJ_BODY_DEADLINE_S from the app's settings
+        self.max_depth = max_depth
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -58,7 +70,7 @@ class BodyMiddleware:
             return
         if not isinstance(body, bytes):  # the client left while sending
             return
-        problem = strict_json_problem(body) if body and _json_body(scope) else None
+        problem = strict_json_problem(body, self.max_depth) if body and _json_body(scope) else None
         if problem is not None:
             await self._invalid(problem, scope, send)
             return
@@ -197,24 +209,48 @@ def _constant(name: str) -> Any:
     raise _NotStrict(f"{name} is not a JSON number; send a finite number (or null)")
 
 
-def strict_json_problem(body: bytes) -> str | None:
-    """What makes ``body`` not strict JSON (a duplicate key, NaN or Infinity), or None; a body that is not JSON at
-    all is left to the app's parser (400 invalid_json)."""
+_STRING = re.compile(rb'"(?:[^"\\]++|\\.)*+"', re.DOTALL)
+_STEPS = bytes.maketrans(b"[{]}", b"\x01\x01\xff\xff")  # as signed bytes: +1 opens, -1 closes
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+
+
+def json_depth(body: bytes, limit: int) -> int:
+    """How deep ``body``'s arrays and objects nest (exact for JSON), read without parsing it. A body of at most
+    ``limit`` brackets is not scanned (a count in C); the scan drops the strings (a regex) and all but the brackets,
+    then sums ±1 per bracket in C (``itertools.accumulate`` over signed bytes): at worst about 0.1 s for 2 MB that
+    are all brackets, a few microseconds for a request's few thousand."""
+    opened = body.count(b"[") + body.count(b"{")
+    if opened <= limit:
+        return opened
+    brackets = _STRING.sub(b"", body).translate(None, _NOT_BRACKETS).translate(_STEPS)
+    return max(itertools.accumulate(array.array("b", brackets)), default=0)
+
+
+def strict_json_problem(body: bytes, max_depth: int = 64) -> str | None:
+    """What makes ``body`` not strict JSON (nested deeper than ``max_depth``, a duplicate key, NaN or Infinity), or
+    None; a body that is not JSON at all is left to the app's parser (400 invalid_json)."""
+    if json_depth(body, max_depth) > max_depth:
+        return (
+            f"JSON nested more than {max_depth} levels deep (arrays and objects within each other); flatten it "
+            "(PCFJ_MAX_JSON_DEPTH)"
+        )
     try:
         json.loads(body, object_pairs_hook=_pairs, parse_constant=_constant)
     except _NotStrict as exc:
         return str(exc)
     except ValueError:  # not JSON (or not UTF-8): the app says so in its own words
         return None
+    except RecursionError:  # within PCFJ_MAX_JSON_DEPTH but deeper than this thread's stack allows
+        return f"JSON nested too deeply for this server; flatten it (PCFJ_MAX_JSON_DEPTH is {max_depth})"
     return None
 
 
 def _json_body(scope: Scope) -> bool:
-    """Whether the app will parse this body as JSON (FastAPI does for a JSON content type only)."""
+    """Whether the app will parse this body as JSON (FastAPI does for a JSON content type, and without one)."""
     if scope.get("method") not in ("POST", "PUT", "PATCH"):
         return False
     for name, value in scope.get("headers", ()):
         if name == b"content-type":
             kind: bytes = value.split(b";", 1)[0].strip().lower()
             return kind == b"application/json" or kind.endswith(b"+json")
-    return False
+    return True

@@ -31,14 +31,22 @@ UNAVAILABLE: dict[int | str, dict[str, Any]] = {
     503: {"model": ErrorResponse, "description": "The job store (Redis) is not answering (Retry-After)"}
 }
 NOT_FOUND: dict[int | str, dict[str, Any]] = {
-    404: {"model": ErrorResponse, "description": "No such job for this API key (or it expired)"}
+    404: {
+        "model": ErrorResponse,
+        "description": "No such job for this API key: never made, another key's, expired, or lost by the job store "
+        "(a Redis restarted without persistence)",
+    }
 }
 JOB_RESPONSES: dict[int | str, dict[str, Any]] = {422: ERROR_RESPONSES[422], **NOT_FOUND, **UNAVAILABLE}
 SUBMIT_RESPONSES: dict[int | str, dict[str, Any]] = {
     **{code: ERROR_RESPONSES[code] for code in (400, 422)},
     413: {"model": ErrorResponse, "description": "The route's own 413, or PCFJ_MAX_JOB_BYTES_PER_KEY reached"},
     429: {"model": ErrorResponse, "description": "PCFJ_MAX_JOBS_PER_KEY jobs queued or running (Retry-After)"},
-    **UNAVAILABLE,
+    503: {
+        "model": ErrorResponse,
+        "description": "The job store (Redis) is not answering, or without Redis this replica's jobs fill "
+        "PCFJ_MAX_JOB_STORE_BYTES (Retry-After)",
+    },
 }
 
 
@@ -99,7 +107,11 @@ async def _owned(services: Services, job_id: str) -> JobRecord:
     except StoreUnavailable:
         raise unavailable() from None
     if record is None or record.owner != context.key_name():
-        detail = f"no job {job_id} for this API key (jobs are kept PCFJ_JOB_TTL_S after they are submitted)"
+        detail = (
+            f"no job {job_id} for this API key: it was never made with this key, it expired (jobs are kept "
+            "PCFJ_JOB_TTL_S after they are submitted, and again after they end), or the job store no longer has it "
+            "(a Redis restarted without persistence loses every job: see docs/operations/redis.md); submit it again"
+        )
         raise ApiError("not_found", detail)
     return record
 

@@ -12,9 +12,7 @@ from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse, StreamingResponse
 
 from pcfjudge.doors.anytime import answer_deadline
-from pcfjudge.doors.chat.chat_plan import build_plan
 from pcfjudge.doors.chat.chat_protocol import ChatCompletion, ChatRequest
-from pcfjudge.doors.chat.chat_response import chunks, to_response
 from pcfjudge.doors.decisions import judged, record_chat
 from pcfjudge.http.deps import ServicesDep, door, watch_of
 from pcfjudge.http.error_handlers import ERROR_RESPONSES, as_api_error
@@ -46,6 +44,10 @@ async def chat_completions_route(body: ChatRequest, request: Request, response: 
 
 
 async def _answer(body: ChatRequest, request: Request, response: Response, services: ServicesDep) -> Any:
+    # The templates and the chat judge: loaded by the first chat request, not by a service that never gets one.
+    from pcfjudge.doors.chat.chat_plan import build_plan
+    from pcfjudge.doors.chat.chat_response import chunks, to_response
+
     watch = watch_of(request, answer_deadline(services.settings, body.deadline_ms, request.headers.get("prefer")))
     plan = build_plan(body, services.settings, services.judge)  # checked here, before any answer
     result = await judged(at := door(request, "chat", body.stream), services.judge.run(plan, watch))
