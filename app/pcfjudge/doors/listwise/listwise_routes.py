@@ -17,7 +17,6 @@ from pcfjudge.doors.listwise.listwise_response import response_data
 from pcfjudge.engine.progress import Watch
 from pcfjudge.http.deps import door, services_of, watch_of
 from pcfjudge.http.error_handlers import ERROR_RESPONSES, STREAM_RESPONSE
-from pcfjudge.http.streaming import stream
 
 router = APIRouter()
 
@@ -36,6 +35,8 @@ async def judge_listwise_route(body: ListwiseRequest, request: Request) -> Respo
         return response_data(result, request.state.request_id, body.include_runs)
 
     if body.stream:
+        from pcfjudge.http.streaming import stream  # server-sent events: loaded by the first stream
+
         return await stream(judgment, watch, request.state.request_id)
     data = await judgment(watch)
     return Response(orjson.dumps(data), media_type="application/json")  # a ListwiseResponse, serialised once

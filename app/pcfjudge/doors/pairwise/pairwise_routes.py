@@ -15,7 +15,6 @@ from pcfjudge.doors.pairwise.pairwise_response import to_response
 from pcfjudge.engine.progress import Watch
 from pcfjudge.http.deps import ServicesDep, door, watch_of
 from pcfjudge.http.error_handlers import ERROR_RESPONSES, STREAM_RESPONSE
-from pcfjudge.http.streaming import stream
 
 router = APIRouter()
 
@@ -41,6 +40,8 @@ async def judge_pairwise_route(body: PairwiseRequest, request: Request, services
 
         async def data(watch: Watch) -> dict[str, Any]:
             return (await judgment(watch)).model_dump(mode="json", by_alias=True)
+
+        from pcfjudge.http.streaming import stream  # server-sent events: loaded by the first stream
 
         return await stream(data, watch, request.state.request_id)
     return await judgment(watch)

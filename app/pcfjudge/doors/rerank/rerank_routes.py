@@ -36,7 +36,6 @@ from pcfjudge.engine.plan import Plan
 from pcfjudge.engine.progress import AnswerBy, Watch
 from pcfjudge.http.deps import ServicesDep, door, watch_of
 from pcfjudge.http.error_handlers import ERROR_RESPONSES, STREAM_RESPONSE, as_api_error
-from pcfjudge.http.streaming import stream
 from pcfjudge.schemas.common import ErrorResponse
 from pcfjudge.services import Services
 
@@ -180,6 +179,8 @@ async def cohere_rerank(body: CohereRerankRequest, request: Request, services: S
         return await _cohere_payload(body, request, services, plan, endpoint, len(body.documents), watch)
 
     if body.pcfjudge is not None and body.pcfjudge.stream:
+        from pcfjudge.http.streaming import stream  # server-sent events: loaded by the first stream
+
         return await stream(reranked, watch, request.state.request_id)
     return JSONResponse(await reranked(watch))
 

@@ -18,7 +18,6 @@ from pcfjudge.engine.progress import Watch
 from pcfjudge.errors import ApiError
 from pcfjudge.http.deps import ServicesDep, door, watch_of
 from pcfjudge.http.error_handlers import ERROR_RESPONSES, STATUS, STREAM_RESPONSE
-from pcfjudge.http.streaming import stream
 
 if TYPE_CHECKING:
     from pcfjudge.reward.scoring import Failure
@@ -54,6 +53,8 @@ async def reward_route(body: RewardRequest, request: Request, services: Services
 
         async def data(watch: Watch) -> dict[str, Any]:
             return (await rewarded(watch)).model_dump(mode="json")
+
+        from pcfjudge.http.streaming import stream  # server-sent events: loaded by the first stream
 
         return await stream(data, watch, request.state.request_id)
     return await rewarded(watch)
