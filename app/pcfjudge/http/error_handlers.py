@@ -166,15 +166,18 @@ ERROR_RESPONSES: dict[int | str, dict[str, object]] = {
 
 STREAM_RESPONSE: dict[int | str, dict[str, object]] = {
     200: {
-        "description": "The judgment; with stream: true, server-sent events (run or pass events, then result or "
-        "error): docs/streaming.md",
+        "description": "The judgment; with stream: true, server-sent events (run or pass events, round and juror "
+        "events past one window or with a jury, then result or error): docs/streaming.md",
         "content": {
             "text/event-stream": {
                 "schema": {  # one event (the fields of server-sent events); data is the event's JSON
                     "type": "object",
                     "properties": {
-                        "event": {"type": "string", "enum": ["run", "pass", "result", "error"]},
-                        "data": {"type": "string", "description": "JSON: the run, the response or the error"},
+                        "event": {"type": "string", "enum": ["run", "pass", "round", "juror", "result", "error"]},
+                        "data": {
+                            "type": "string",
+                            "description": "JSON: the run, round or juror, the response or the error",
+                        },
                         "id": {"type": "string"},
                         "retry": {"type": "integer"},
                     },

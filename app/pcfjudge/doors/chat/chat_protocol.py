@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt
 
 from pcfjudge.schemas.common import DEADLINE_MS, MODEL_OR_JURY, UsageOut
 
@@ -43,22 +43,24 @@ class StreamOptions(Lenient):
 class ChatRequest(Lenient):
     model: str | list[str] | None = Field(default=None, description=MODEL_OR_JURY)
     messages: list[ChatMessage] = Field(min_length=1, description="The framework's judge prompt, unchanged.")
-    temperature: float | None = Field(
+    temperature: StrictFloat | None = Field(
         default=None, ge=0, le=2, description="Sent to the judge (default: the server's)."
     )
-    max_tokens: int | None = Field(default=None, ge=1, description="The judge's output cap (default: the server's).")
-    max_completion_tokens: int | None = Field(default=None, ge=1, description="max_tokens under its newer name.")
-    seed: int | None = Field(default=None, description="Sent to the judge; part of the cache key.")
-    n: int = Field(default=1, ge=1, description="Choices: 1 (the consensus is one answer).")
-    stream: bool = Field(
+    max_tokens: StrictInt | None = Field(
+        default=None, ge=1, description="The judge's output cap (default: the server's)."
+    )
+    max_completion_tokens: StrictInt | None = Field(default=None, ge=1, description="max_tokens under its newer name.")
+    seed: StrictInt | None = Field(default=None, description="Sent to the judge; part of the cache key.")
+    n: StrictInt = Field(default=1, ge=1, description="Choices: 1 (the consensus is one answer).")
+    stream: StrictBool = Field(
         default=False, description="Answer in chat.completion.chunk events once the consensus is formed."
     )
     stream_options: StreamOptions | None = None
     response_format: dict[str, Any] | None = Field(default=None, description="Sent to the judge as it is.")
-    logprobs: bool | None = Field(
+    logprobs: StrictBool | None = Field(
         default=None, description="AlpacaEval's m/M prompt: log-probabilities of m and M from the orders' agreement."
     )
-    top_logprobs: int | None = Field(default=None, ge=0, le=20)
+    top_logprobs: StrictInt | None = Field(default=None, ge=0, le=20)
     deadline_ms: StrictInt | None = Field(
         default=None, ge=1, le=86_400_000, description=f"pcfjudge's own field (not OpenAI's). {DEADLINE_MS}"
     )
