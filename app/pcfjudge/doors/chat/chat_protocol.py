@@ -37,7 +37,7 @@ class ChatMessage(Lenient):
 
 
 class StreamOptions(Lenient):
-    include_usage: bool = False
+    include_usage: StrictBool = False
 
 
 class ChatRequest(Lenient):
@@ -138,3 +138,17 @@ class ChatCompletion(BaseModel):
     choices: list[Choice]
     usage: CompletionUsage = Field(description="Every call's tokens together (cache hits spend none).")
     pcfjudge: ChatJudgment
+
+
+class OpenAIErrorDetail(BaseModel):
+    message: str = Field(description="What went wrong and how to fix it.")
+    type: str = Field(description="The service's error kind, e.g. validation_error, over_limit, backend_timeout.")
+    param: str | None = Field(default=None, description="The request field at fault, when one is.")
+    code: str | None = None
+
+
+class OpenAIError(BaseModel):
+    """A judgment's error in OpenAI's shape, so an OpenAI client shows its message (a body that fails validation gets
+    the service's own 422 body)."""
+
+    error: OpenAIErrorDetail

@@ -12,10 +12,11 @@ from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse, StreamingResponse
 
 from pcfjudge.doors.anytime import answer_deadline
-from pcfjudge.doors.chat.chat_protocol import ChatCompletion, ChatRequest
+from pcfjudge.doors.chat.chat_protocol import ChatCompletion, ChatRequest, OpenAIError
 from pcfjudge.doors.decisions import judged, record_chat
 from pcfjudge.http.deps import ServicesDep, door, watch_of
 from pcfjudge.http.error_handlers import ERROR_RESPONSES, as_api_error
+from pcfjudge.schemas.common import ErrorResponse
 
 router = APIRouter()
 TEMPLATE_HEADER = "X-PCFJudge-Template"
@@ -23,12 +24,32 @@ CHUNKS: dict[int | str, dict[str, object]] = {
     200: {
         "description": "The consensus as a chat completion; with stream: true, chat.completion.chunk events "
         "(data: {...}) once the consensus is formed, then data: [DONE] (docs/chat-endpoint.md)",
-        "content": {"text/event-stream": {"schema": {"type": "string"}}},
+        "content": {
+            "text/event-stream": {
+                "schema": {  # one event (the fields of server-sent events): OpenAI's stream has data lines only
+                    "type": "object",
+                    "properties": {
+                        "data": {"type": "string", "description": "JSON: a chat.completion.chunk; last, [DONE]"},
+                        "event": {"type": "string"},
+                        "id": {"type": "string"},
+                        "retry": {"type": "integer"},
+                    },
+                    "required": ["data"],
+                }
+            }
+        },
     }
 }
 
 
-@router.post("/v1/chat/completions", response_model=ChatCompletion, responses=ERROR_RESPONSES | CHUNKS)
+ERRORS: dict[int | str, dict[str, object]] = {
+    code: {**answer, "model": ErrorResponse | OpenAIError}
+    for code, answer in (ERROR_RESPONSES | {429: {"description": "A quota or rate limit (see Retry-After)"}}).items()
+}
+"""A judgment's errors come in OpenAI's shape; the service's own body for what the HTTP layer refuses first."""
+
+
+@router.post("/v1/chat/completions", response_model=ChatCompletion, responses=ERRORS | CHUNKS)
 async def chat_completions_route(body: ChatRequest, request: Request, response: Response, services: ServicesDep) -> Any:
     """OpenAI's Chat Completions, as a judge that cannot be swayed by order: a framework's own judge prompt (MT-Bench,
     Arena-Hard-Auto, AlpacaEval, RewardBench, Prometheus, JudgeBench, or candidates between pcfjudge's markers) is
