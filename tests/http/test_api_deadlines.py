@@ -152,11 +152,13 @@ async def test_a_jurys_deadline_and_stream() -> None:
     """Jurors in lockstep: a deadline stops the jury's waves; the stream's run events carry each juror."""
     from pcfjudge.settings import Settings
 
-    settings = Settings(sim_latency_ms=400, default_k=7)
+    # A wave takes a call's latency (1 s): the first ends before the deadline (1.5 s), the second could not, with
+    # half a second to spare either way on a busy machine (400 ms against 600 failed under load).
+    settings = Settings(sim_latency_ms=1000, default_k=7)
     jury = ["sim:default", "sim:oracle"]
     async with app_with_services(settings) as (client, _):
         auto = await client.post(
-            "/judge/listwise", json=body(model=jury, k="auto", k_min=2, k_max=7, deadline_ms=600, include_runs=False)
+            "/judge/listwise", json=body(model=jury, k="auto", k_min=2, k_max=7, deadline_ms=1500, include_runs=False)
         )
         async with client.stream("POST", "/judge/listwise", json=body(model=jury, k=2, stream=True)) as reply:
             events = await read_events(reply)
