@@ -32,7 +32,7 @@ from pcfjudge.telemetry import metrics, tracing
 GC_THRESHOLDS = (50_000, 20, 100)
 """The collector's thresholds in a served process (Python's defaults: 700, 10, 10): a young collection per 50,000
 new objects instead of 700, a full one after 100 middle ones instead of 10. Under four 1,000-candidate requests the
-defaults made full collections of 85–130 ms on the event loop; these made none (docs/performance.md)."""
+defaults made full collections of 85–130 ms on the event loop; these made none in the same run (docs/performance.md)."""
 
 
 def serve_app() -> FastAPI:
