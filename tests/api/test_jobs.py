@@ -10,10 +10,8 @@ import asyncio
 import hashlib
 import hmac
 import json
-import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import httpx
@@ -24,6 +22,7 @@ from pcfjudge.settings import Settings
 
 from tests.support.inprocess import FakeProvider, app_with_services, provider_settings
 from tests.support.redis_server import RedisServer
+from tests.support.webhook_receiver import Receiver
 
 LISTWISE = {"question": "How many moons does Mars have?", "candidates": ["Two.", "One.", "None."], "k": 3}
 REQUESTS: dict[str, dict[str, Any]] = {
@@ -261,38 +260,6 @@ async def test_a_jobs_judgment_may_outlast_the_request_timeout() -> None:
 # ── webhooks ─────────────────────────────────────────────────────────────────────────────────────────────────────
 
 
-class Receiver:
-    """A webhook receiver on 127.0.0.1: records each POST; answers ``statuses`` in turn (then 200)."""
-
-    def __init__(self, statuses: list[int] | None = None) -> None:
-        self.received: list[tuple[dict[str, str], bytes]] = []
-        self.statuses = list(statuses or [])
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers.get("content-length", 0)))
-                outer.received.append((dict(self.headers.items()), body))
-                self.send_response(outer.statuses.pop(0) if outer.statuses else 200)
-                self.send_header("content-length", "0")
-                self.end_headers()
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hooks/pcfjudge"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    def __enter__(self) -> Receiver:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-
 @pytest.fixture
 def receiver() -> Iterator[Receiver]:
     with Receiver() as r:
@@ -321,7 +288,7 @@ async def test_a_webhook_gets_the_final_job_signed(receiver: Receiver, caplog: p
                 break
             await asyncio.sleep(0.02)
     assert accepted.status_code == 202 and len(receiver.received) == 1
-    headers, body = receiver.received[0]
+    headers, body, _ = receiver.received[0]
     assert verify(SECRET, headers["X-Pcfjudge-Signature"], body)
     assert not verify("another-secret", headers["X-Pcfjudge-Signature"], body)
     assert not verify(SECRET, headers["X-Pcfjudge-Signature"], body + b" ")  # any change to the body

@@ -16,11 +16,8 @@ from __future__ import annotations
 
 import asyncio
 import socket
-import threading
-import time
 from collections.abc import Iterator
 from datetime import datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import httpx
@@ -33,6 +30,7 @@ from tests.support.inprocess import app_with_services
 from tests.support.processes import serve_process
 from tests.support.redis_server import RedisServer
 from tests.support.waits import free_port
+from tests.support.webhook_receiver import Receiver
 
 SECRET = "whsec-test-0123456789"
 LISTWISE = {"question": "How many moons does Mars have?", "candidates": ["Two.", "One.", "None."], "k": 3}
@@ -57,37 +55,6 @@ INSIDE = [
     "240.0.0.1",
     "[::]",
 ]
-
-
-class Receiver:
-    """Records each POST (headers, body, when); answers 200."""
-
-    def __init__(self) -> None:
-        self.received: list[tuple[dict[str, str], bytes, float]] = []
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers.get("content-length", 0)))
-                outer.received.append((dict(self.headers.items()), body, time.time()))
-                self.send_response(200)
-                self.send_header("content-length", "0")
-                self.end_headers()
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.port = self.server.server_address[1]
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    def __enter__(self) -> Receiver:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.shutdown()
-        self.server.server_close()
 
 
 @pytest.fixture
