@@ -31,6 +31,8 @@ from pcfjudge_lab.eval.data import bundled
 from pcfjudge_lab.eval.judgebench.loader import JudgeBenchPair, load_judgebench
 from pcfjudge_lab.fakeprovider.fake_task import chat_answer
 
+# MT-Bench's pair-v2 judge prompt (lm-sys/FastChat, Apache-2.0):
+# https://github.com/lm-sys/FastChat/blob/main/fastchat/llm_judge/data/judge_prompts.jsonl
 MT_BENCH_SYSTEM = (
     "Please act as an impartial judge and evaluate the quality of the responses provided by two AI assistants to the "
     "user question displayed below. You should choose the assistant that follows the user's instructions and answers "

@@ -11,21 +11,8 @@ import re
 
 # ── MT-Bench (lm-sys/FastChat, Apache-2.0) ─────────────────────────────────────────────────────────────────────
 # https://github.com/lm-sys/FastChat/blob/main/fastchat/llm_judge/data/judge_prompts.jsonl, "pair-v2"
-MT_BENCH_SYSTEM = (
-    "Please act as an impartial judge and evaluate the quality of the responses provided by two AI assistants to the "
-    "user question displayed below. You should choose the assistant that follows the user's instructions and answers "
-    "the user's question better. Your evaluation should consider factors such as the helpfulness, relevance, accuracy, "
-    "depth, creativity, and level of detail of their responses. Begin your evaluation by comparing the two responses "
-    "and provide a short explanation. Avoid any positional biases and ensure that the order in which the responses "
-    "were presented does not influence your decision. Do not allow the length of the responses to influence your "
-    "evaluation. Do not favor certain names of the assistants. Be as objective as possible. After providing your "
-    'explanation, output your final verdict by strictly following this format: "[[A]]" if assistant A is better, '
-    '"[[B]]" if assistant B is better, and "[[C]]" for a tie.'
-)
-MT_BENCH_TEMPLATE = (
-    "[User Question]\n{question}\n\n[The Start of Assistant A's Answer]\n{answer_a}\n[The End of Assistant A's "
-    "Answer]\n\n[The Start of Assistant B's Answer]\n{answer_b}\n[The End of Assistant B's Answer]"
-)
+from pcfjudge_lab.bench.chat_bench import MT_BENCH_SYSTEM, MT_BENCH_TEMPLATE  # the bench sends the same prompt
+
 # same file, "pair-math-v1" (with a reference answer)
 MT_BENCH_MATH_SYSTEM = (
     "Please act as an impartial judge and evaluate the quality of the responses provided by two AI assistants to the "
