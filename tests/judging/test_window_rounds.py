@@ -137,12 +137,3 @@ def test_no_window_is_asked_twice() -> None:
         for w in windows:  # candidates 0 and 1 tie on top, far above the rest; the judge's noise keeps them in doubt
             ranking.record(w, {c: (90.0 if c < 2 else 10.0 + c) + rng.gauss(0, 8) for c in w})
     assert ranking.steps >= 2 and len(asked) == len(set(asked))
-
-
-def test_windows_per_round_is_the_planners_count_without_loading_it() -> None:
-    """``windows_per_round`` (the budgets a served process needs before its first windowed judgment) counts the
-    windows ``windows.window_sizes`` cuts a round into."""
-    from pcfjudge.judging.window_rounds import windows_per_round
-    from pcfjudge.judging.windows import window_sizes
-
-    assert all(windows_per_round(n, w) == len(window_sizes(n, w)) for n in range(1, 1200, 7) for w in range(2, 40))
