@@ -247,7 +247,7 @@ class Judge:
         ``JudgingFailed`` (502/503/504) below quorum and ``Refusal`` when the quota or admission control declines."""
         task = plan.task
         timeout_s = watch.timeout_s or self.timeout_s
-        watch = watch.until_at(asyncio.get_running_loop().time() + timeout_s).observed(self._heard)
+        watch = watch.until_at(asyncio.get_running_loop().time() + timeout_s, self._heard)
         if isinstance(task, ChatTask):
             chat = task
             return await _traced(

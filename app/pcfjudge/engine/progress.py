@@ -49,7 +49,6 @@ class RunEvent:
     data: dict[str, Any]
 
 
-Event = RunEvent
 Listener = Callable[[RunEvent], None]
 LIGHT = frozenset({"cached", "round", "juror", "stopped"})
 """The events observers hear (``Watch.announce``); ``run`` and ``pass`` carry the consensus so far, made only for a
@@ -71,10 +70,11 @@ class Watch:
     priority: Priority = "interactive"  # the class its calls wait for a slot in
     key: str = ANYONE  # the calling API key's name: its turn within the class
 
-    def until_at(self, until: float) -> Watch:
-        """This watch, its calls done by ``until`` (``dataclasses.replace``, spelled out: it is on every request's way)."""
-        w = self
-        return Watch(w.answer_by, w.timeout_s, w.listener, w.on_outcome, w.meter, until, w.observers, w.priority, w.key)
+    def until_at(self, until: float, observer: Listener | None = None) -> Watch:
+        """This watch, its calls done by ``until`` and ``observer`` hearing its light events (one construction, not
+        ``dataclasses.replace``: it is on every request's way)."""
+        w, heard = self, self.observers if observer is None else (*self.observers, observer)
+        return Watch(w.answer_by, w.timeout_s, w.listener, w.on_outcome, w.meter, until, heard, w.priority, w.key)
 
     def metered(self, meter: Meter | None) -> Watch:
         """This watch, its attempts counted by ``meter``."""
