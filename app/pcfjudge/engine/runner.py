@@ -34,6 +34,7 @@ from pcfjudge.backends.registry import ResolvedModel
 from pcfjudge.backends.slots import ANYONE, Priority, Saturated, Shed
 from pcfjudge.cache.flight import SharedFlight
 from pcfjudge.cache.interface import PARSED, CacheValue
+from pcfjudge.engine import turns
 from pcfjudge.engine.calls import CallOutcome as CallOutcome  # re-exported: the judges and eval import them here
 from pcfjudge.engine.calls import CallSpec as CallSpec
 from pcfjudge.engine.calls import from_cache
@@ -243,7 +244,9 @@ class Runner:
                 return _failure(BackendTimeout("request deadline passed"), started, usage)
             call_started = time.perf_counter()
             try:
+                await turns.take()  # the CPU of sending, then of reading the answer: a turn each (``turns``)
                 completion = await _attempt(spec, model, by, remaining, self.observer)
+                await turns.take()
                 usage = usage + completion.usage
                 answer = spec.validate(completion.text)
                 parsed = spec.decode(answer) if spec.decode is not None else None

@@ -14,16 +14,16 @@ the windows it was judged in, and ``windows`` reports the design, the standard e
 not be put on the common scale: never a made-up score.
 
 A round of a large judgment is a few milliseconds of CPU per hundred windows (planning them, reading their answers):
-the loop hands the event loop back every ``YIELD_EVERY`` windows, so other requests (and ``/healthz``) are served
-in between (docs/performance.md).
+every ``STEP`` windows wait for a turn of the event loop (``engine.turns``), so other requests (and ``/healthz``)
+are served in between (docs/performance.md).
 """
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import replace
 
 from pcfjudge.backends.registry import ResolvedModel
+from pcfjudge.engine import turns
 from pcfjudge.engine.anytime_runs import needed_ok, run_fields
 from pcfjudge.engine.failures import JudgingFailed, failure_summary, judging_failed
 from pcfjudge.engine.listwise_runs import ListwiseResult, ListwiseTask, call_specs, fill_record, plan_runs
@@ -36,7 +36,7 @@ from pcfjudge.judging.window_rounds import WindowRanking, WindowReport, WindowSp
 from pcfjudge.judging.windows import Window
 from pcfjudge.types import LABELS, DecodingParams, Usage
 
-YIELD_EVERY = 32  # windows planned or read between two returns to the event loop
+STEP = 4  # windows planned or read in one step of CPU (about a millisecond; ``turns``)
 _STATS = 6  # score, borda, top_vote, uncertainty, major_error, hallucinated_specificity (``run_values``[1:])
 
 
@@ -88,8 +88,8 @@ async def judge_windows(
         made = await runner.run(specs, model, watch=watch, cache_mode=task.cache_mode)
         first = len(records)
         for i, (w, sub, outcome) in enumerate(zip(windows, tasks, made, strict=True), 1):
-            if i % YIELD_EVERY == 0:
-                await asyncio.sleep(0)
+            if i % STEP == 0:
+                await turns.take()
             if outcome.error == DEADLINE_KIND:
                 ranking.cut()
                 continue
@@ -105,7 +105,7 @@ async def judge_windows(
             round_ = {"model": model.string, "step": ranking.steps, "windows": len(windows)}
             watch.announce("round", round_ | {"windows_judged": len(records), "calls_budgeted": ranking.budget})
     fit = ranking.fit()
-    await asyncio.sleep(0)  # the fit, then the result and its response: two turns of the event loop, not one
+    await turns.take()  # the fit, then the result and its response: two steps, not one
     ok = len(records) - ranking.failed
     cut = ranking.stopped == "deadline"
     needed = needed_ok(len(records), quorum, [cut] if cut else [], ranking.calls, min_runs)
@@ -159,13 +159,13 @@ async def judge_windows(
 async def _round_calls(
     task: ListwiseTask, windows: list[Window], model: ResolvedModel, params: DecodingParams
 ) -> tuple[list[ListwiseTask], list[CallSpec]]:
-    """A round's windows as one-run tasks and their calls, the event loop handed back every ``YIELD_EVERY``."""
+    """A round's windows as one-run tasks and their calls, ``STEP`` windows a turn of the loop."""
     tasks, specs = [], []
     for i, w in enumerate(windows, 1):
         tasks.append(sub := window_task(task, w))
         specs.append(call_specs(sub, plan_runs(sub, model.string, params), model, params)[0])
-        if i % YIELD_EVERY == 0:
-            await asyncio.sleep(0)
+        if i % STEP == 0:
+            await turns.take()
     return tasks, specs
 
 

@@ -16,7 +16,6 @@ its Borda share and top vote, which are 100% with nobody to compare against, so 
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass
 
 from pcfjudge.backends.registry import KNOWN_PROVIDERS, Jury, ResolvedModel
@@ -25,6 +24,7 @@ from pcfjudge.doors.decisions import judged, record_listwise
 from pcfjudge.doors.listwise.listwise_protocol import ListwiseResponse
 from pcfjudge.doors.listwise.listwise_response import to_response
 from pcfjudge.doors.rerank.rerank_protocol import CohereRerankRequest, RerankOptions
+from pcfjudge.engine import turns
 from pcfjudge.engine.judge import Judge, prompt_style
 from pcfjudge.engine.listwise_runs import ListwiseTask
 from pcfjudge.engine.plan import Plan
@@ -176,8 +176,8 @@ async def rerank(
     metrics under ``door``)."""
     result = await judged(door, judge.run(plan, watch))
     record_listwise(result, metrics, door)
-    if result.windows is not None:  # hundreds of documents: the event loop's turn before their response is shaped
-        await asyncio.sleep(0)
+    if result.windows is not None:  # hundreds of documents: their response is a step of its own (``turns``)
+        await turns.take()
     detail = to_response(result, request_id, include_runs)
     if len(plan.task.ids) == 1:  # pointwise, as a reward group of one: the judge's own score, clipped to 0–100
         only = detail.candidates[0]
