@@ -29,7 +29,8 @@ from pcfjudge.engine.runner import CallOutcome, CallRunner, CallSpec
 from pcfjudge.judging.cache_keys import cache_key, item_hash
 from pcfjudge.judging.parse import OutputError
 from pcfjudge.judging.templates.chat_consensus import Decision, decide, label_map, to_caller
-from pcfjudge.judging.templates.template_base import Found, Verdict
+from pcfjudge.judging.templates.template_base import Found
+from pcfjudge.judging.templates.template_verdicts import Verdict
 from pcfjudge.types import DecodingParams, Usage
 
 VERSION = "chat-v1"
@@ -74,7 +75,7 @@ def chat_specs(task: ChatTask, model: ResolvedModel, params: DecodingParams) -> 
                 messages,
                 o.seed,
                 o.response_format,
-                found.template if found is not None else None,
+                found.template.verdicts if found is not None else None,
                 found.labels if found is not None else (),
             ),
         )
@@ -92,7 +93,7 @@ def _reader(found: Found | None) -> Decoder | None:
     template, labels = found.template, found.labels
 
     def read(answer: dict[str, object]) -> Verdict:
-        verdict = template.read(str(answer["content"]), labels)
+        verdict = template.verdicts.read(str(answer["content"]), labels)
         if verdict is None:
             raise OutputError("unreadable_verdict", f"the answer has no verdict {template.name}'s parser can read")
         return verdict
@@ -153,11 +154,11 @@ def _run(order: tuple[int, ...], model: str, outcome: CallOutcome, found: Found 
 def reply(found: Found, runs: list[ChatRun], decision: Decision) -> tuple[str, int | None]:
     """The judge's own answer with the consensus verdict, relabelled to the caller's order (the caller's own order's
     answer first), checked with the template's parser; else the template's own wording of the verdict."""
-    template, labels = found.template, found.labels
+    verdicts, labels = found.template.verdicts, found.labels
     for index, run in sorted(enumerate(runs), key=lambda ir: ir[1].order != tuple(range(len(ir[1].order)))):
         if run.content is None or run.verdict != decision.verdict:
             continue
-        text = template.relabel(run.content, label_map(labels, run.order))
-        if template.read(text, labels) == decision.verdict:
+        text = verdicts.relabel(run.content, label_map(labels, run.order))
+        if verdicts.read(text, labels) == decision.verdict:
             return text, index
-    return template.write(decision.verdict, labels), None
+    return verdicts.write(decision.verdict, labels), None

@@ -13,7 +13,8 @@ from pcfjudge.types import CacheMode, Usage
 if TYPE_CHECKING:
     from pcfjudge.backends.registry import Jury, ResolvedModel
     from pcfjudge.judging.templates.chat_consensus import Decision
-    from pcfjudge.judging.templates.template_base import Found, Message, Verdict
+    from pcfjudge.judging.templates.template_base import Found, Message
+    from pcfjudge.judging.templates.template_verdicts import Verdict
 
 
 @dataclass(frozen=True, slots=True)

@@ -78,7 +78,7 @@ def _winner(verdict: object, shown_first: str) -> str:
 def _read(messages: list[dict[str, str]], text: str) -> object:
     found = recognise_template(tuple((m["role"], m["content"]) for m in messages))
     assert found is not None, "the MT-Bench prompt is a template the service knows"
-    return found.template.read(text, found.labels)
+    return found.template.verdicts.read(text, found.labels)
 
 
 def _orders(pair: JudgeBenchPair) -> list[tuple[str, list[dict[str, str]]]]:

@@ -57,7 +57,7 @@ def chat_answer(messages: tuple[tuple[str, str], ...], seed: int) -> str | None:
         question=found.question,
         displayed=found.candidates,
         reference=found.reference,
-        chat=ChatPayload(messages, None, None, found.template, found.labels),
+        chat=ChatPayload(messages, None, None, found.template.verdicts, found.labels),
     )
     text: str = SimJudge(SimParams(seed=seed)).chat(call)
     return text

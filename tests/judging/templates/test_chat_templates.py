@@ -35,7 +35,7 @@ def test_each_real_prompt_is_recognised_and_rendered_in_the_other_order(name: st
     swapped = recognise(found.render((1, 0)))
     assert swapped is not None and swapped.candidates == (B, A)
     assert found.render((0, 1)) == tuple(pairs(PROMPTS[name]))  # the caller's order is the caller's prompt
-    template = found.template
+    template = found.template.verdicts
     for verdict in (1, -1):  # each written verdict, relabelled to the other order, reads the other way round
         text = template.write(verdict, found.labels)
         assert template.read(text, found.labels) == verdict
@@ -49,7 +49,7 @@ def test_the_reference_answer_stays_put() -> None:
 
 
 def test_relabelling_swaps_the_explanation_with_the_verdict() -> None:
-    template = BY_NAME["arena-hard"]
+    template = BY_NAME["arena-hard"].verdicts
     text = "Assistant A is concise; Assistant B rambles. My final verdict is: [[A>>B]]"
     swapped = template.relabel(text, {"A": "B", "B": "A"})
     assert swapped == "Assistant B is concise; Assistant A rambles. My final verdict is: [[B>>A]]"
@@ -70,7 +70,7 @@ def test_markers_read_rank_and_relabel() -> None:
     text = "Judge these.\n<<<candidate x>>>\none\n<<<end>>>\n<<<candidate y>>>\ntwo\n<<<end>>>\n<<<candidate z>>>\nthree\n<<<end>>>"
     found = recognise([("user", text)])
     assert found is not None and found.labels == ("x", "y", "z") and found.candidates == ("one", "two", "three")
-    template = found.template
+    template = found.template.verdicts
     assert template.read("I think so. [[y>x=z]]", found.labels) == (2, 1, 2)
     assert template.read("[[y]]", found.labels) == (2, 1, 2)
     assert template.read("[[y>y]]", found.labels) is None and template.read("no verdict", found.labels) is None
@@ -79,4 +79,4 @@ def test_markers_read_rank_and_relabel() -> None:
     assert (
         template.relabel("Candidate x wins. [[x>y>z]]", label_map(found.labels, order)) == "Candidate z wins. [[z>x>y]]"
     )
-    assert decide([(2, 3, 1), (2, 3, 1), (1, 3, 2)], template, found.candidates).verdict == (2, 3, 1)
+    assert decide([(2, 3, 1), (2, 3, 1), (1, 3, 2)], found.template, found.candidates).verdict == (2, 3, 1)

@@ -10,6 +10,7 @@ from typing import Any
 import httpx
 
 from tests.doors.chat import framework_prompts as fp
+from tests.doors.chat.multi_turn_prompts import mt_bench_multi_turn
 from tests.support.basics import ANTHROPIC_KEY, OPENAI_KEY
 from tests.support.inprocess import FakeProvider, app_client, provider_settings
 
@@ -62,6 +63,22 @@ async def test_through_the_chat_door_the_fakes_bias_is_gone(fake: FakeProvider) 
     assert all(r["pcfjudge"]["split"] and r["pcfjudge"]["template"] == "mt-bench-pair-v2" for r in replies)
     assert [r["pcfjudge"]["usage"]["backend_calls"] for r in replies] == [2, 0]  # the second: both orders cached
     assert fake.calls()["calls"]["openai"] == 2
+
+
+async def test_mt_bench_multi_turn_straight_and_through_the_door(fake: FakeProvider) -> None:
+    questions = (QUESTION, "Now name another one.")
+    close = (("Blue is one.", "Red."), ("Red is one.", "Blue is another."))  # the first shown wins straight
+    straight = [
+        fp.fastchat_winner(straight_openai(fake, mt_bench_multi_turn(questions, a, b))) for a, b in (close, close[::-1])
+    ]
+    assert straight == ["A", "A"]
+    async with app_client(provider_settings("openai", fake)) as client:
+        replies = [
+            (await client.post("/v1/chat/completions", json={"messages": mt_bench_multi_turn(questions, a, b)})).json()
+            for a, b in (close, close[::-1])
+        ]
+    assert [fp.fastchat_winner(r["choices"][0]["message"]["content"]) for r in replies] == ["tie", "tie"]
+    assert {r["pcfjudge"]["template"] for r in replies} == {"mt-bench-pair-v2-multi-turn"}
 
 
 async def test_a_deadline_answers_with_the_order_finished(fake: FakeProvider) -> None:

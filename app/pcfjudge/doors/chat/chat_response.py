@@ -48,8 +48,8 @@ def to_response(result: ChatResult, task: ChatTask, request_id: str, logprobs: b
 
     judgment = ChatJudgment(
         template=found.template.name if found is not None else None,
-        framework=found.template.framework if found is not None else None,
-        source=found.template.source if found is not None else None,
+        framework=found.template.origin.framework if found is not None else None,
+        source=found.template.origin.source if found is not None else None,
         verdict=label(decision.verdict) if decision is not None else None,
         agreement=decision.agreement if decision is not None else None,
         split=decision.split if decision is not None else False,

@@ -16,7 +16,8 @@ from __future__ import annotations
 import ast
 import re
 
-from pcfjudge.judging.templates.template_base import Template, Verdict
+from pcfjudge.judging.templates.template_base import Origin, Template
+from pcfjudge.judging.templates.template_verdicts import Tokens, Verdict, Verdicts, replies
 
 SOURCE = "https://github.com/tatsu-lab/alpaca_eval/blob/main/src/alpaca_eval/evaluators_configs/"
 CLF_SLOTS = re.compile(
@@ -35,16 +36,6 @@ ONE_LETTER = re.compile(r"(?<![A-Za-z])[mM](?![A-Za-z])")
 MODEL = re.compile(r"model_[12]")
 
 
-def read_clf(answer: str, labels: tuple[str, ...] = ()) -> Verdict | None:
-    """The token as ``logprob_parser`` binarises it (``m``: the first output)."""
-    token = answer.strip()
-    return 1 if token == "m" else -1 if token == "M" else None
-
-
-def write_clf(verdict: Verdict, labels: tuple[str, ...] = ()) -> str:
-    return "m" if isinstance(verdict, int) and verdict > 0 else "M"
-
-
 def read_ranking(answer: str, labels: tuple[str, ...] = ()) -> Verdict | None:
     """``ranking_parser``: ``model_1``'s rank (1 or 2) in the literal list."""
     try:
@@ -55,36 +46,27 @@ def read_ranking(answer: str, labels: tuple[str, ...] = ()) -> Verdict | None:
     return 1 if rank == 1 else -1 if rank == 2 else None
 
 
-def write_ranking(verdict: Verdict, labels: tuple[str, ...] = ()) -> str:
-    first, second = (1, 2) if isinstance(verdict, int) and verdict > 0 else (2, 1)
-    return f"[{{'model': 'model_1', 'rank': {first}}}, {{'model': 'model_2', 'rank': {second}}}]"
+def ranked(first: int) -> str:
+    return f"[{{'model': 'model_1', 'rank': {first}}}, {{'model': 'model_2', 'rank': {3 - first}}}]"
 
 
 ALPACA_EVAL_CLF = Template(
-    name="alpaca-eval-clf",
-    framework="AlpacaEval 2.0 (weighted_alpaca_eval_gpt4_turbo, alpaca_eval_clf_gpt4_turbo)",
-    source=SOURCE + "alpaca_eval_clf_gpt4_turbo/alpaca_eval_clf.txt",
-    licence="Apache-2.0",
-    needles=('"model_identifier": "m"', '"model_identifier": "M"'),
-    slots=CLF_SLOTS,
+    "alpaca-eval-clf",
+    Origin(
+        "AlpacaEval 2.0 (weighted_alpaca_eval_gpt4_turbo, alpaca_eval_clf_gpt4_turbo)",
+        SOURCE + "alpaca_eval_clf_gpt4_turbo/alpaca_eval_clf.txt",
+    ),
+    ('"model_identifier": "m"', '"model_identifier": "M"'),
+    CLF_SLOTS,
+    # the token as ``logprob_parser`` binarises it (``m``: the first output)
+    Verdicts(Tokens((("m", 1), ("M", -1)), "whole"), replies({1: "m", -1: "M"}), ONE_LETTER, ONE_LETTER, tie=False),
     labels=("m", "M"),
-    read=read_clf,
-    write=write_clf,
-    mention=ONE_LETTER,
-    token=ONE_LETTER,
-    tie=False,
 )
 ALPACA_EVAL_RANKING = Template(
-    name="alpaca-eval-ranking",
-    framework="AlpacaEval (alpaca_eval_gpt4)",
-    source=SOURCE + "alpaca_eval_gpt4/alpaca_eval.txt",
-    licence="Apache-2.0",
-    needles=('"model": "model_1"', '"model": "model_2"'),
-    slots=RANKING_SLOTS,
+    "alpaca-eval-ranking",
+    Origin("AlpacaEval (alpaca_eval_gpt4)", SOURCE + "alpaca_eval_gpt4/alpaca_eval.txt"),
+    ('"model": "model_1"', '"model": "model_2"'),
+    RANKING_SLOTS,
+    Verdicts(read_ranking, replies({1: ranked(1), -1: ranked(2)}), MODEL, MODEL, tie=False),
     labels=("model_1", "model_2"),
-    read=read_ranking,
-    write=write_ranking,
-    mention=MODEL,
-    token=MODEL,
-    tie=False,
 )

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import re
 
-from pcfjudge.judging.templates.template_base import Template, Verdict
+from pcfjudge.judging.templates.template_base import Origin, Template
+from pcfjudge.judging.templates.template_verdicts import Verdict, Verdicts, replies
 
 PATTERN = re.compile(r"\[\[([AB<>=]+)\]\]")
 SCORES = {"A>>B": 2, "A>B": 1, "A=B": 0, "B>A": -1, "B>>A": -2}
-LABELS = {score: label for label, score in SCORES.items()}
 WORDS = {
     2: "Assistant A is significantly better",
     1: "Assistant A is slightly better",
@@ -33,26 +33,18 @@ SLOTS = re.compile(
 def read_arena_hard(answer: str, labels: tuple[str, ...] = ()) -> Verdict | None:
     """``get_score``: one distinct ``[[…]]`` label, read on Arena-Hard's five-point scale."""
     found = {m for m in PATTERN.findall(answer) if m}
-    if len(found) != 1:
-        return None
-    return SCORES.get(found.pop())
-
-
-def write_arena_hard(verdict: Verdict, labels: tuple[str, ...] = ()) -> str:
-    score = verdict if isinstance(verdict, int) else 0
-    return f"My final verdict is {WORDS[score]}: [[{LABELS[score]}]]"
+    return SCORES.get(found.pop()) if len(found) == 1 else None
 
 
 ARENA_HARD = Template(
-    name="arena-hard",
-    framework="Arena-Hard-Auto",
-    source="https://github.com/lmarena/arena-hard-auto/blob/main/config/judge_config.yaml",
-    licence="Apache-2.0",
-    needles=("[[A>>B]]", "<|The Start of Assistant A's Answer|>"),
-    slots=SLOTS,
-    labels=("A", "B"),
-    read=read_arena_hard,
-    write=write_arena_hard,
-    mention=re.compile(r"\[\[[AB<>=]+\]\]|[Aa]ssistant [AB]\b"),
-    scale=2,
+    "arena-hard",
+    Origin("Arena-Hard-Auto", "https://github.com/lmarena/arena-hard-auto/blob/main/config/judge_config.yaml"),
+    ("[[A>>B]]", "<|The Start of Assistant A's Answer|>"),
+    SLOTS,
+    Verdicts(
+        read_arena_hard,
+        replies({score: f"My final verdict is {WORDS[score]}: [[{label}]]" for label, score in SCORES.items()}),
+        re.compile(r"\[\[[AB<>=]+\]\]|[Aa]ssistant [AB]\b"),
+        scale=2,
+    ),
 )

@@ -19,7 +19,8 @@ from dataclasses import dataclass
 
 from pcfjudge.judging.consensus import PRESETS, TIE_TOLERANCE, aggregate
 from pcfjudge.judging.run_records import CandidateJudgment, RunJudgments
-from pcfjudge.judging.templates.template_base import Template, Verdict
+from pcfjudge.judging.templates.template_base import Template
+from pcfjudge.judging.templates.template_verdicts import Verdict
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,7 +65,7 @@ def pair_decision(verdicts: Sequence[int], template: Template, candidates: Seque
         sign = signs.pop()
         verdict = sign * min(abs(v) for v in verdicts)
         return Decision(verdict, 1.0, split=False)
-    if template.tie:
+    if template.verdicts.tie:
         verdict, coin = 0, False
     else:
         verdict, coin = order_free_coin(candidates), True
@@ -99,7 +100,7 @@ def list_decision(verdicts: Sequence[tuple[int, ...]]) -> Decision:
 
 def decide(verdicts: Sequence[Verdict], template: Template, candidates: Sequence[str]) -> Decision:
     """The consensus of the orders' verdicts (each already in the caller's order; at least one)."""
-    if template.pairwise:
+    if template.verdicts.pairwise:
         return pair_decision([v for v in verdicts if isinstance(v, int)], template, candidates)
     return list_decision([v for v in verdicts if isinstance(v, tuple)])
 

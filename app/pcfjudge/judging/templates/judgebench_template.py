@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import re
 
-from pcfjudge.judging.templates.template_base import Template, Verdict
+from pcfjudge.judging.templates.template_base import Origin, Template
+from pcfjudge.judging.templates.template_verdicts import Tokens, Verdicts, replies
 
 SLOTS = re.compile(
     r"# Instruction:\n(?P<q>.*?)\n# Output \(a\):\n(?P<a>.*?)\n# Output \(b\):\n(?P<b>.*?)\n# Which is better",
@@ -20,26 +21,21 @@ SLOTS = re.compile(
 )
 
 
-def read_output_ab(answer: str, labels: tuple[str, ...] = ()) -> Verdict | None:
-    first, second = "Output (a)" in answer, "Output (b)" in answer
-    return 1 if first and not second else -1 if second and not first else None
-
-
-def write_output_ab(verdict: Verdict, labels: tuple[str, ...] = ()) -> str:
-    return "Output (a)" if isinstance(verdict, int) and verdict > 0 else "Output (b)"
-
-
 JUDGEBENCH_VANILLA = Template(
-    name="judgebench-vanilla",
-    framework="JudgeBench (vanilla judge; RewardBench's offsetbias prompt)",
-    source="https://github.com/ScalerLab/JudgeBench/blob/main/utils/templates/vanilla_prompt.jinja2",
-    licence="none stated (recognised by its headings; no text copied)",
-    needles=("# Output (a):", "# Output (b):"),
-    slots=SLOTS,
+    "judgebench-vanilla",
+    Origin(
+        "JudgeBench (vanilla judge; RewardBench's offsetbias prompt)",
+        "https://github.com/ScalerLab/JudgeBench/blob/main/utils/templates/vanilla_prompt.jinja2",
+        "none stated (recognised by its headings; no text copied)",
+    ),
+    ("# Output (a):", "# Output (b):"),
+    SLOTS,
+    Verdicts(
+        Tokens((("Output (a)", 1), ("Output (b)", -1)), "alone"),
+        replies({1: "Output (a)", -1: "Output (b)"}),
+        re.compile(r"Output \([ab]\)"),
+        re.compile(r"(?<=\()[ab](?=\))"),
+        tie=False,
+    ),
     labels=("a", "b"),
-    read=read_output_ab,
-    write=write_output_ab,
-    mention=re.compile(r"Output \([ab]\)"),
-    token=re.compile(r"(?<=\()[ab](?=\))"),
-    tie=False,
 )

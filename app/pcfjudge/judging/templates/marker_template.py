@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import re
 
-from pcfjudge.judging.templates.template_base import Located, Template, Verdict
+from pcfjudge.judging.templates.template_base import Located, Origin, Template
+from pcfjudge.judging.templates.template_verdicts import Verdict, Verdicts
 
 MARKED = re.compile(r"<<<candidate ([A-Za-z0-9_]+)>>>\n?(.*?)\n?<<<end>>>", re.S)
 VERDICT = re.compile(r"\[\[([A-Za-z0-9_ >=]+)\]\]")
@@ -29,7 +30,7 @@ def locate(text: str) -> Located | None:
     labels = tuple(m.group(1) for m in found)
     if len(found) < 2 or len(set(labels)) != len(labels):
         return None
-    return tuple(m.span(2) for m in found), labels, text[: found[0].start()].strip()
+    return tuple((m.span(2),) for m in found), labels, text[: found[0].start()].strip()
 
 
 def read_markers(answer: str, labels: tuple[str, ...]) -> Verdict | None:
@@ -55,16 +56,18 @@ def write_markers(verdict: Verdict, labels: tuple[str, ...]) -> str:
 
 
 MARKERS = Template(
-    name="markers",
-    framework="any prompt using pcfjudge's candidate markers",
-    source="docs/chat-endpoint.md (pcfjudge)",
-    licence="Apache-2.0 (pcfjudge)",
-    needles=("<<<candidate ", "<<<end>>>"),
-    slots=None,
+    "markers",
+    Origin(
+        "any prompt using pcfjudge's candidate markers", "docs/chat-endpoint.md (pcfjudge)", "Apache-2.0 (pcfjudge)"
+    ),
+    ("<<<candidate ", "<<<end>>>"),
+    locate,
+    Verdicts(
+        read_markers,
+        write_markers,
+        re.compile(r"\[\[[A-Za-z0-9_ >=]+\]\]|\b[Cc]andidate [A-Za-z0-9_]+\b"),
+        WORD,
+        pairwise=False,
+    ),
     labels=(),
-    read=read_markers,
-    write=write_markers,
-    mention=re.compile(r"\[\[[A-Za-z0-9_ >=]+\]\]|\b[Cc]andidate [A-Za-z0-9_]+\b"),
-    token=WORD,
-    find_slots=locate,
 )

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import re
 
-from pcfjudge.judging.templates.template_base import Template, Verdict
+from pcfjudge.judging.templates.template_base import Origin, Template
+from pcfjudge.judging.templates.template_verdicts import Verdict, Verdicts, replies
 
 EXPLICIT = re.compile(
     r"(?:\[RESULT\]|\[RESULT:\s*|\[Response\s+|\[Result\](?:\s+Response)?|\[Result:\s*|(?:^|\n)Result:?\s*)"
@@ -27,26 +28,21 @@ SLOTS = re.compile(
 
 def read_prometheus(answer: str, labels: tuple[str, ...] = ()) -> Verdict | None:
     match = EXPLICIT.search(answer)
-    if match is None:
-        return None
-    return 1 if match.group(1).upper() == "A" else -1
-
-
-def write_prometheus(verdict: Verdict, labels: tuple[str, ...] = ()) -> str:
-    better = "A" if isinstance(verdict, int) and verdict > 0 else "B"
-    return f"Feedback: Response {better} meets the rubric better. [RESULT] {better}"
+    return None if match is None else 1 if match.group(1).upper() == "A" else -1
 
 
 PROMETHEUS_RELATIVE = Template(
-    name="prometheus-relative",
-    framework="Prometheus-eval (relative grading)",
-    source="https://github.com/prometheus-eval/prometheus-eval/blob/main/libs/prometheus-eval/prometheus_eval/prompts.py",
-    licence="Apache-2.0",
-    needles=("###Response A:", "###Response B:", "[RESULT]"),
-    slots=SLOTS,
-    labels=("A", "B"),
-    read=read_prometheus,
-    write=write_prometheus,
-    mention=re.compile(r"\[RESULT\]\s*[AB]\b|Response [AB]\b", re.I),
-    tie=False,
+    "prometheus-relative",
+    Origin(
+        "Prometheus-eval (relative grading)",
+        "https://github.com/prometheus-eval/prometheus-eval/blob/main/libs/prometheus-eval/prometheus_eval/prompts.py",
+    ),
+    ("###Response A:", "###Response B:", "[RESULT]"),
+    SLOTS,
+    Verdicts(
+        read_prometheus,
+        replies({v: f"Feedback: Response {x} meets the rubric better. [RESULT] {x}" for x, v in (("A", 1), ("B", -1))}),
+        re.compile(r"\[RESULT\]\s*[AB]\b|Response [AB]\b", re.I),
+        tie=False,
+    ),
 )

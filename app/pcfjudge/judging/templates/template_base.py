@@ -1,90 +1,92 @@
-"""What a judge-prompt template is: ``Template`` (recognise, read, relabel, write) and ``Found`` (one prompt's
-candidates, rendered in any order).
-
-Verdicts are in displayed positions. A pair's verdict is an integer: how much the first shown candidate beats the
-second (``+1`` first better, ``-1`` second better, ``0`` a tie; Arena-Hard's ``A>>B`` scale is ``±2``). A list's
-verdict is the rank of each displayed position (1 best; equal ranks tie).
-"""
+"""What a judge-prompt template is: ``Template`` (where it comes from, how to recognise it, its verdict format) and
+``Found`` (one prompt's candidates, rendered in any order). Verdict formats: ``template_verdicts``."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+
+from pcfjudge.judging.templates.template_verdicts import Verdicts
 
 Message = tuple[str, str]
 """A chat message: (role, text)."""
-PairVerdict = int
-ListVerdict = tuple[int, ...]
-Verdict = PairVerdict | ListVerdict
-Located = tuple[tuple[tuple[int, int], ...], tuple[str, ...], str]
-"""A list's candidates in one message: their spans, their labels, and the question (the text before them)."""
-
-STANDALONE_AB = re.compile(r"(?<![A-Za-z])[AB](?![A-Za-z])")
-"""The label A or B standing alone (not the A of "Assistant")."""
+Span = tuple[int, int]
+Parts = tuple[Span, ...]
+"""Where one candidate stands in a message: one span, or one a turn (an MT-Bench multi-turn conversation's answers)."""
+Located = tuple[tuple[Parts, ...], tuple[str, ...], str]
+"""A list's candidates in one message: their parts, their labels, and the question (the text before them)."""
+PARTS_JOINED = "\n\n"
+"""Between a candidate's parts where it is read as one text (the simulated judge, the order-free coin, the caps)."""
 
 
 @dataclass(frozen=True, slots=True)
 class Found:
-    """One recognised prompt: the caller's messages, where its candidates sit (``spans`` of ``messages[index]``'s
-    text, in the caller's order) and what the simulated judge needs (question, reference)."""
+    """One recognised prompt: the caller's messages, where its candidates sit (``spans``: each candidate's parts in
+    ``messages[index]``'s text, in the caller's order) and what the simulated judge needs (question, reference)."""
 
     template: Template
     messages: tuple[Message, ...]
     index: int
-    spans: tuple[tuple[int, int], ...]
+    spans: tuple[Parts, ...]
     labels: tuple[str, ...]
     question: str = ""
     reference: str | None = None
 
     @property
-    def candidates(self) -> tuple[str, ...]:
+    def parts(self) -> tuple[tuple[str, ...], ...]:
         text = self.messages[self.index][1]
-        return tuple(text[a:b] for a, b in self.spans)
+        return tuple(tuple(text[a:b] for a, b in parts) for parts in self.spans)
+
+    @property
+    def candidates(self) -> tuple[str, ...]:
+        return tuple(PARTS_JOINED.join(parts) for parts in self.parts)
 
     def render(self, order: Sequence[int]) -> tuple[Message, ...]:
         """The messages with the candidates shown in ``order`` (``order[p]``: the caller's index shown at p)."""
         role, text = self.messages[self.index]
-        texts, parts, last = self.candidates, [], 0
-        for (a, b), shown in zip(self.spans, order, strict=True):
-            parts += [text[last:a], texts[shown]]
+        texts = self.parts
+        shown = sorted(
+            (span, part)
+            for spans, caller in zip(self.spans, order, strict=True)
+            for span, part in zip(spans, texts[caller], strict=True)
+        )
+        pieces, last = [], 0
+        for (a, b), part in shown:
+            pieces += [text[last:a], part]
             last = b
-        parts.append(text[last:])
+        pieces.append(text[last:])
         rendered = list(self.messages)
-        rendered[self.index] = (role, "".join(parts))
+        rendered[self.index] = (role, "".join(pieces))
         return tuple(rendered)
 
 
 @dataclass(frozen=True, slots=True)
-class Template:
-    """A framework's comparison prompt.
+class Origin:
+    """Where a template's prompt and parser come from (the framework, the source file), and under which licence."""
 
-    ``needles``: phrases that must all appear in the messages (and ``absent`` none); ``slots``: a pattern over one
-    message's text whose groups ``a``, ``b`` (a pair) are the candidates, ``q`` the question and ``ref`` a reference
-    (optional); ``labels``: the candidates' labels by position (a list's: its markers'); ``read``: the framework's own parser, as a
-    verdict;
-    ``mention``: what in an answer names a label (relabelled label by label with ``token``); ``write``: an answer
-    the framework's parser reads as a verdict; ``tie``: whether the template can say "tie"."""
-
-    name: str
     framework: str
     source: str
-    licence: str
-    needles: tuple[str, ...]
-    slots: re.Pattern[str] | None
-    labels: tuple[str, ...]
-    read: Callable[[str, tuple[str, ...]], Verdict | None]
-    write: Callable[[Verdict, tuple[str, ...]], str]
-    mention: re.Pattern[str]
-    token: re.Pattern[str] = STANDALONE_AB
-    tie: bool = True
-    absent: tuple[str, ...] = ()
-    scale: int = 1
-    find_slots: Callable[[str], Located | None] | None = field(default=None)
+    licence: str = "Apache-2.0"
 
-    @property
-    def pairwise(self) -> bool:
-        return self.find_slots is None
+
+@dataclass(frozen=True, slots=True)
+class Template:
+    """A framework's comparison prompt: phrases that must all appear in the messages (``needles``; ``absent``:
+    none of these), where its candidates are (``slots``) and its ``verdicts``' format.
+
+    ``slots`` is a pattern over one message's text, or a function that locates a list of candidates. A pattern's
+    groups: ``a`` and ``b``, the candidates (``a2``, ``b2``: their second turns, in a multi-turn prompt); ``q``, the
+    question (``q2``, its second turn); ``ref``, an optional reference (``ref2``). ``labels``: the candidates'
+    labels by position (a list's: its markers')."""
+
+    name: str
+    origin: Origin
+    needles: tuple[str, ...]
+    slots: re.Pattern[str] | Callable[[str], Located | None]
+    verdicts: Verdicts
+    labels: tuple[str, ...] = ("A", "B")
+    absent: tuple[str, ...] = ()
 
     def find(self, messages: Sequence[Message]) -> Found | None:
         """This template's prompt in ``messages``, or None."""
@@ -92,32 +94,20 @@ class Template:
         if any(n not in everything for n in self.needles) or any(a in everything for a in self.absent):
             return None
         for index, (_, text) in enumerate(messages):
-            if self.find_slots is not None:
-                located = self.find_slots(text)
+            if not isinstance(self.slots, re.Pattern):
+                located = self.slots(text)
                 if located is not None:
-                    spans, labels, question = located
-                    return Found(self, tuple(messages), index, spans, labels, question)
+                    return Found(self, tuple(messages), index, *located)
                 continue
-            assert self.slots is not None
             match = self.slots.search(text)
-            if match is None:
-                continue
-            groups = match.groupdict()
-            return Found(
-                self,
-                tuple(messages),
-                index,
-                (match.span("a"), match.span("b")),
-                self.labels,
-                groups.get("q") or "",
-                groups.get("ref"),
-            )
+            if match is not None:
+                spans = tuple(tuple(match.span(g) for g in _turns(match, c)) for c in ("a", "b"))
+                question, reference = (PARTS_JOINED.join(match[g] for g in _turns(match, s)) for s in ("q", "ref"))
+                return Found(self, tuple(messages), index, spans, self.labels, question, reference or None)
         return None
 
-    def relabel(self, answer: str, mapping: dict[str, str]) -> str:
-        """``answer`` with every label it names replaced through ``mapping`` (displayed label → caller's label)."""
 
-        def swap(match: re.Match[str]) -> str:
-            return self.token.sub(lambda t: mapping.get(t.group(0), t.group(0)), match.group(0))
-
-        return self.mention.sub(swap, answer)
+def _turns(match: re.Match[str], group: str) -> list[str]:
+    """The groups a slot's turns matched: ``group``, and ``group2`` in a multi-turn prompt."""
+    held = match.groupdict()
+    return [g for g in (group, f"{group}2") if held.get(g) is not None]

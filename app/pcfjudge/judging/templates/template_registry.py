@@ -6,7 +6,13 @@ from collections.abc import Sequence
 
 from pcfjudge.judging.templates.alpaca_eval_templates import ALPACA_EVAL_CLF, ALPACA_EVAL_RANKING
 from pcfjudge.judging.templates.arena_hard_template import ARENA_HARD
-from pcfjudge.judging.templates.fastchat_templates import MT_BENCH, MT_BENCH_REFERENCE, REWARDBENCH_GENERATIVE
+from pcfjudge.judging.templates.fastchat_templates import (
+    MT_BENCH,
+    MT_BENCH_MULTI_TURN,
+    MT_BENCH_MULTI_TURN_REFERENCE,
+    MT_BENCH_REFERENCE,
+    REWARDBENCH_GENERATIVE,
+)
 from pcfjudge.judging.templates.judgebench_template import JUDGEBENCH_VANILLA
 from pcfjudge.judging.templates.marker_template import MARKERS
 from pcfjudge.judging.templates.prometheus_template import PROMETHEUS_RELATIVE
@@ -16,6 +22,8 @@ TEMPLATES: tuple[Template, ...] = (
     MARKERS,  # explicit markers first: a caller who marks candidates means it
     MT_BENCH,
     MT_BENCH_REFERENCE,
+    MT_BENCH_MULTI_TURN,
+    MT_BENCH_MULTI_TURN_REFERENCE,
     REWARDBENCH_GENERATIVE,
     ARENA_HARD,
     ALPACA_EVAL_CLF,
