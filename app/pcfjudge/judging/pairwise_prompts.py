@@ -115,21 +115,6 @@ _KEYED_STEPS_V2 = f"""- First resolve the question yourself: state the correct f
 """
 
 
-def _render_v2(question: str, displayed: Sequence[str], nonce: str, *, keyed: bool, style: PromptStyle) -> Prompt:
-    fields = (['"resolved_answer": "..."'] if keyed else []) + ['"verdict": "A" | "B" | "tie"']
-    if style.rationales:
-        fields.append(f'"rationale": "one short sentence, at most {RATIONALE_CHARS} characters"')
-    prefix = _PAIRWISE_V2.format(
-        steps=_KEYED_STEPS_V2 if keyed else "",
-        template="{" + ", ".join(fields) + "}",
-        nonce=nonce,
-        question=block("QUESTION", question, nonce),
-    )
-    name, version = ("keyed_judgment", "keyed") if keyed else ("pairwise_judgment", "pairwise")
-    schema = pairwise_schema_v2(keyed=keyed, rationales=style.rationales)
-    return Prompt(version + style.suffix(), _SYSTEM, prefix, _body(displayed, nonce), name, schema)
-
-
 def pairwise_version(style: PromptStyle = DEFAULT_STYLE, *, keyed: bool = False) -> str:
     """``pairwise-v2``, ``keyed-v1``, ``pairwise-v2-terse``…: the version of a pass in ``style``."""
     return ("keyed" if keyed else "pairwise") + style.suffix()
@@ -142,17 +127,30 @@ def _body(displayed: Sequence[str], nonce: str) -> str:
 
 def render_pairwise(question: str, displayed: Sequence[str], nonce: str, style: PromptStyle = DEFAULT_STYLE) -> Prompt:
     """The pairwise prompt for two responses in displayed order (labels A, B by position)."""
-    if style.generation == "v2":
-        return _render_v2(question, displayed, nonce, keyed=False, style=style)
-    rules = _RULES.format(nonce=nonce)
-    prefix = _PAIRWISE_INSTRUCTIONS.format(rules=rules, question=block("QUESTION", question, nonce))
-    return Prompt("pairwise-v1", _SYSTEM, prefix, _body(displayed, nonce), "pairwise_judgment", pairwise_schema())
+    return _render(question, displayed, nonce, style, keyed=False)
 
 
 def render_keyed(question: str, displayed: Sequence[str], nonce: str, style: PromptStyle = DEFAULT_STYLE) -> Prompt:
     """The keyed prompt: resolve the question first, then compare both responses against that answer."""
+    return _render(question, displayed, nonce, style, keyed=True)
+
+
+def _render(question: str, displayed: Sequence[str], nonce: str, style: PromptStyle, *, keyed: bool) -> Prompt:
+    """A pass's prompt in ``style``'s family: v2, or the wave-1 v1."""
+    version = "keyed" if keyed else "pairwise"
     if style.generation == "v2":
-        return _render_v2(question, displayed, nonce, keyed=True, style=style)
-    rules = _RULES.format(nonce=nonce)
-    prefix = _KEYED_INSTRUCTIONS.format(rules=rules, question=block("QUESTION", question, nonce))
-    return Prompt("keyed-v1", _SYSTEM, prefix, _body(displayed, nonce), "keyed_judgment", keyed_schema())
+        fields = (['"resolved_answer": "..."'] if keyed else []) + ['"verdict": "A" | "B" | "tie"']
+        if style.rationales:
+            fields.append(f'"rationale": "one short sentence, at most {RATIONALE_CHARS} characters"')
+        prefix = _PAIRWISE_V2.format(
+            steps=_KEYED_STEPS_V2 if keyed else "",
+            template="{" + ", ".join(fields) + "}",
+            nonce=nonce,
+            question=block("QUESTION", question, nonce),
+        )
+        schema = pairwise_schema_v2(keyed=keyed, rationales=style.rationales)
+    else:
+        instructions = _KEYED_INSTRUCTIONS if keyed else _PAIRWISE_INSTRUCTIONS
+        prefix = instructions.format(rules=_RULES.format(nonce=nonce), question=block("QUESTION", question, nonce))
+        schema = keyed_schema() if keyed else pairwise_schema()
+    return Prompt(version + style.suffix(), _SYSTEM, prefix, _body(displayed, nonce), f"{version}_judgment", schema)
