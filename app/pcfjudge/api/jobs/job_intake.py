@@ -16,7 +16,7 @@ import secrets
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from email.message import Message
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 from fastapi import Request, Response
@@ -34,7 +34,7 @@ from pcfjudge.doors.listwise.listwise_protocol import ListwiseRequest
 from pcfjudge.doors.pairwise import pairwise_plan
 from pcfjudge.doors.pairwise.pairwise_protocol import PairwiseRequest
 from pcfjudge.doors.rerank import rerank_plan
-from pcfjudge.doors.rerank.rerank_protocol import CohereRerankRequest
+from pcfjudge.doors.rerank.rerank_protocol import CohereRerankRequest, RerankOptions
 from pcfjudge.doors.reward.reward_plan import plan_request
 from pcfjudge.doors.reward.reward_protocol import RewardRequest
 from pcfjudge.errors import ApiError, client_error
@@ -59,40 +59,44 @@ class Submission:
 # ── the routes' checks before any work ───────────────────────────────────────────────────────────────────────────
 
 
+class _Options(Protocol):
+    """What a door's request (or its options) says about how it is answered."""
+
+    @property
+    def stream(self) -> bool: ...
+    @property
+    def deadline_ms(self) -> int | None: ...
+
+
+def _answerable(services: Services, options: _Options, prefer: str | None, field: str = "stream") -> None:
+    """Every door's checks on how it is answered: a job never streams; its deadline is one the route would take."""
+    if options.stream:
+        raise client_error(field, NOT_STREAMED)
+    answer_deadline(services.settings, options.deadline_ms, prefer)
+
+
 def _listwise(services: Services, body: ListwiseRequest, prefer: str | None) -> None:
-    if body.stream:
-        raise client_error("stream", NOT_STREAMED)
-    answer_deadline(services.settings, body.deadline_ms, prefer)
+    _answerable(services, body, prefer)
     listwise_plan.build_plan(body, services.settings, services.judge)
 
 
 def _pairwise(services: Services, body: PairwiseRequest, prefer: str | None) -> None:
-    if body.stream:
-        raise client_error("stream", NOT_STREAMED)
-    answer_deadline(services.settings, body.deadline_ms, prefer)
+    _answerable(services, body, prefer)
     pairwise_plan.build_plan(body, services.settings, services.judge)
 
 
 def _reward(services: Services, body: RewardRequest, prefer: str | None) -> None:
-    if body.stream:
-        raise client_error("stream", NOT_STREAMED)
-    s = services.settings
-    answer_deadline(s, body.deadline_ms, prefer)
-    plan_request(s, services.judge, body)
+    _answerable(services, body, prefer)
+    plan_request(services.settings, services.judge, body)
 
 
 def _rerank(services: Services, body: CohereRerankRequest, prefer: str | None) -> None:
-    options = body.pcfjudge
-    if options is not None and options.stream:
-        raise client_error("pcfjudge.stream", NOT_STREAMED)
-    answer_deadline(services.settings, options.deadline_ms if options is not None else None, prefer)
+    _answerable(services, body.pcfjudge or RerankOptions(), prefer, "pcfjudge.stream")
     rerank_plan.build_plan(body, services.settings, services.judge)
 
 
 def _chat(services: Services, body: ChatRequest, prefer: str | None) -> None:
-    if body.stream:
-        raise client_error("stream", NOT_STREAMED)
-    answer_deadline(services.settings, body.deadline_ms, prefer)
+    _answerable(services, body, prefer)
     from pcfjudge.doors.chat import chat_plan  # the templates: loaded by the first chat request
 
     chat_plan.build_plan(body, services.settings, services.judge)
