@@ -21,6 +21,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from pcfjudge.engine.failures import JudgingFailed
@@ -151,17 +152,21 @@ def install(app: FastAPI) -> None:
     app.add_exception_handler(StarletteHTTPException, _http_error)
 
 
-ERROR_RESPONSES: dict[int | str, dict[str, object]] = {
-    code: {"model": ErrorResponse, "description": text}
-    for code, text in {
+def documented(texts: dict[int, str], model: type[BaseModel] = ErrorResponse) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI ``responses`` for error statuses: each answered with ``model``, described by its text."""
+    return {code: {"model": model, "description": text} for code, text in texts.items()}
+
+
+ERROR_RESPONSES = documented(
+    {
         400: "Body is not valid JSON",
         413: "Body too large, or more candidates than PCFJ_MAX_ITEMS (a reward group: PCFJ_MAX_GROUP_SIZE)",
         422: "Invalid request (the detail names the field and the fix)",
         502: "Judge backend failed for too many runs",
         503: "Judge backend overloaded or rate limited (see Retry-After)",
         504: "Judge backend did not answer before the deadline",
-    }.items()
-}
+    }
+)
 """The error responses every judging route documents in OpenAPI."""
 
 STREAM_RESPONSE: dict[int | str, dict[str, object]] = {

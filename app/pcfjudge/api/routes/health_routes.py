@@ -9,19 +9,17 @@ from fastapi.responses import JSONResponse
 
 from pcfjudge._version import __version__
 from pcfjudge.http.deps import ServicesDep
-from pcfjudge.http.error_handlers import error_body
+from pcfjudge.http.error_handlers import documented, error_body
 from pcfjudge.judging.pairwise_prompts import KEYED_VERSION, PAIRWISE_VERSION
 from pcfjudge.judging.prompts import LISTWISE_VERSION
-from pcfjudge.schemas.common import ErrorResponse
 
 router = APIRouter()
-NOT_READY = {
-    503: {
-        "model": ErrorResponse,
-        "description": "Not ready yet (error not_ready, with Retry-After): a replica configured with Redis answers "
-        "503 until Redis first answered and its connection pool is open",
+NOT_READY = documented(
+    {
+        503: "Not ready yet (error not_ready, with Retry-After): a replica configured with Redis answers 503 until "
+        "Redis first answered and its connection pool is open"
     }
-}
+)
 
 
 @router.get("/healthz")
@@ -30,7 +28,7 @@ async def healthz() -> dict[str, str]:
     return {"status": "ok"}
 
 
-@router.get("/readyz", response_model=dict[str, Any], responses=NOT_READY)  # type: ignore[arg-type]
+@router.get("/readyz", response_model=dict[str, Any], responses=NOT_READY)
 async def readyz(request: Request, services: ServicesDep) -> dict[str, Any] | JSONResponse:
     """Which backends are configured (never their keys), the default model and the cache in use; 503 until the
     shared cache (Redis, when configured) first answered."""

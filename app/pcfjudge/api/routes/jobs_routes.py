@@ -17,8 +17,7 @@ from pcfjudge.api.middleware.respond_async import ASYNC_PATH, ASYNC_SCOPE
 from pcfjudge.cache.job_record import ACTIVE, JobRecord, StoreUnavailable
 from pcfjudge.errors import ApiError
 from pcfjudge.http.deps import ServicesDep
-from pcfjudge.http.error_handlers import ERROR_RESPONSES
-from pcfjudge.schemas.common import ErrorResponse
+from pcfjudge.http.error_handlers import ERROR_RESPONSES, documented
 from pcfjudge.schemas.jobs_schema import EXAMPLE_ID, JOB_ENDPOINTS, Job, JobAccepted, JobRequest
 from pcfjudge.services import Services
 
@@ -27,26 +26,24 @@ JobId = Annotated[
     str,
     Path(pattern=r"^job_[0-9a-f]{32}$", description="The id POST /v1/jobs answered.", examples=[EXAMPLE_ID]),
 ]
-UNAVAILABLE: dict[int | str, dict[str, Any]] = {
-    503: {"model": ErrorResponse, "description": "The job store (Redis) is not answering (Retry-After)"}
-}
-NOT_FOUND: dict[int | str, dict[str, Any]] = {
-    404: {
-        "model": ErrorResponse,
-        "description": "No such job for this API key: never made, another key's, expired, or lost by the job store "
-        "(a Redis restarted without persistence)",
+UNAVAILABLE = documented({503: "The job store (Redis) is not answering (Retry-After)"})
+NOT_FOUND = documented(
+    {
+        404: "No such job for this API key: never made, another key's, expired, or lost by the job store "
+        "(a Redis restarted without persistence)"
     }
-}
+)
 JOB_RESPONSES: dict[int | str, dict[str, Any]] = {422: ERROR_RESPONSES[422], **NOT_FOUND, **UNAVAILABLE}
 SUBMIT_RESPONSES: dict[int | str, dict[str, Any]] = {
     **{code: ERROR_RESPONSES[code] for code in (400, 422)},
-    413: {"model": ErrorResponse, "description": "The route's own 413, or PCFJ_MAX_JOB_BYTES_PER_KEY reached"},
-    429: {"model": ErrorResponse, "description": "PCFJ_MAX_JOBS_PER_KEY jobs queued or running (Retry-After)"},
-    503: {
-        "model": ErrorResponse,
-        "description": "The job store (Redis) is not answering, or without Redis this replica's jobs fill "
-        "PCFJ_MAX_JOB_STORE_BYTES (Retry-After)",
-    },
+    **documented(
+        {
+            413: "The route's own 413, or PCFJ_MAX_JOB_BYTES_PER_KEY reached",
+            429: "PCFJ_MAX_JOBS_PER_KEY jobs queued or running (Retry-After)",
+            503: "The job store (Redis) is not answering, or without Redis this replica's jobs fill "
+            "PCFJ_MAX_JOB_STORE_BYTES (Retry-After)",
+        }
+    ),
 }
 
 

@@ -35,8 +35,7 @@ from pcfjudge.engine.listwise_runs import ListwiseTask
 from pcfjudge.engine.plan import Plan
 from pcfjudge.engine.progress import AnswerBy, Watch
 from pcfjudge.http.deps import ServicesDep, door, watch_of
-from pcfjudge.http.error_handlers import ERROR_RESPONSES, STREAM_RESPONSE, as_api_error
-from pcfjudge.schemas.common import ErrorResponse
+from pcfjudge.http.error_handlers import ERROR_RESPONSES, STREAM_RESPONSE, as_api_error, documented
 from pcfjudge.services import Services
 
 TEI_STATUS: dict[int, tuple[int, str]] = {
@@ -47,20 +46,22 @@ TEI_STATUS: dict[int, tuple[int, str]] = {
     503: (429, "Overloaded"),
     504: (424, "Backend"),
 }
-TEI_RESPONSES: dict[int | str, dict[str, Any]] = {
-    code: {"model": TeiErrorResponse, "description": text}
-    for code, text in {
+TEI_RESPONSES = documented(
+    {
         400: "No texts (error_type Empty)",
         413: "More texts than PCFJ_MAX_CANDIDATES (error_type Validation)",
         422: "Invalid request (error_type Validation; the error names the field)",
         424: "The judge backend failed or timed out (error_type Backend)",
         429: "The judge backend is overloaded or rate limited (error_type Overloaded; see Retry-After)",
-    }.items()
-}
-COHERE_RESPONSES = ERROR_RESPONSES | {
-    400: {"model": ErrorResponse, "description": "Body is not valid JSON, or no documents"},
-    413: {"model": ErrorResponse, "description": "More documents than PCFJ_MAX_CANDIDATES (the detail names it)"},
-}
+    },
+    TeiErrorResponse,
+)
+COHERE_RESPONSES = ERROR_RESPONSES | documented(
+    {
+        400: "Body is not valid JSON, or no documents",
+        413: "More documents than PCFJ_MAX_CANDIDATES (the detail names it)",
+    }
+)
 
 
 def tei_error(status: int, kind: str, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
