@@ -12,7 +12,7 @@ import json
 from collections.abc import AsyncIterator
 
 import pytest
-from pcfjudge.cache.job_record import RECORD_BYTES, JobRecord, JobStore
+from pcfjudge.cache.job_record import RECORD_BYTES, Ending, JobRecord, JobStore
 from pcfjudge.cache.job_store import MemoryJobStore
 from pcfjudge.cache.job_store_redis import ACTIVE_KEY, RedisJobStore, job_key, owner_key
 from pcfjudge.cache.redis_cache import RedisCache
@@ -61,7 +61,7 @@ async def test_per_owner_limits_count_active_jobs_and_the_bytes_of_all_kept_jobs
     # an ended job no longer counts as queued or running, and keeps only its result (and the record) in bytes
     claimed = await store.claim("a1", "r1", 30, 3, b"{}")
     assert claimed is not None
-    assert await store.finish("a1", "r1", "succeeded", 200, b'{"ok":true}', {"calls_done": 1}, TTL_S)
+    assert await store.finish("a1", "r1", Ending("succeeded", 200, b'{"ok":true}', {"calls_done": 1}), TTL_S)
     assert await store.cancel("a3")
     ended = (RECORD_BYTES + len(b'{"ok":true}')) + RECORD_BYTES
     assert (await store.admit(record("a5", size=2000 - ended), 2, 2000, TTL_S)).admitted
@@ -73,7 +73,7 @@ async def test_an_ended_job_keeps_its_result_and_drops_its_request(store: JobSto
     for job_id in ("j1", "j2", "j3"):
         await store.admit(record(job_id, size=1000), 5, 10_000, TTL_S)
     assert await store.claim("j1", "r1", 30, 3, b"{}") is not None
-    assert await store.finish("j1", "r1", "succeeded", 200, b'{"a":1}', None, TTL_S)
+    assert await store.finish("j1", "r1", Ending("succeeded", 200, b'{"a":1}'), TTL_S)
     assert await store.cancel("j2")
     for _ in range(2):  # j3 keeps losing its runner: failed on its last attempt
         assert await store.claim("j3", "r1", 0.01, 2, b'{"error":"job_abandoned"}') is not None
@@ -103,7 +103,7 @@ async def test_the_in_process_store_is_bounded_in_bytes() -> None:
     store = MemoryJobStore(max_bytes=2500)
     await store.admit(record("a1", size=1000), 5, 10_000, TTL_S)
     assert await store.claim("a1", "r1", 30, 3, b"{}") is not None
-    assert await store.finish("a1", "r1", "succeeded", 200, b"x" * 900, None, TTL_S)
+    assert await store.finish("a1", "r1", Ending("succeeded", 200, b"x" * 900), TTL_S)
     assert (await store.admit(record("b1", owner="bob", size=1000), 5, 10_000, TTL_S)).admitted
     assert (await store.admit(record("c1", owner="carol", size=1000), 5, 10_000, TTL_S)).admitted
     assert await store.get("a1") is None  # the oldest ended job was forgotten to make room
@@ -134,8 +134,8 @@ async def test_one_claim_per_job_and_a_lapsed_lease_is_claimed_again(store: JobS
     )
     assert taken.started_ms == running.started_ms  # the first start stays (the job's timeout counts from it)
     assert await store.renew("j1", holder, 30, {}) == "lost"
-    assert not await store.finish("j1", holder, "succeeded", 200, b"{}", None, TTL_S)  # only the holder finishes
-    assert await store.finish("j1", other, "succeeded", 200, b'{"a":1}', {"calls_done": 3}, TTL_S)
+    assert not await store.finish("j1", holder, Ending("succeeded", 200, b"{}"), TTL_S)  # only the holder finishes
+    assert await store.finish("j1", other, Ending("succeeded", 200, b'{"a":1}', {"calls_done": 3}), TTL_S)
     done = await store.get("j1")
     assert done is not None and done.status == "succeeded" and done.http_status == 200 and done.response == b'{"a":1}'
     assert done.runner is None and done.finished_ms is not None and done.progress == {"calls_done": 3}
@@ -147,7 +147,7 @@ async def test_cancel_reaches_the_runner_at_its_next_renewal(store: JobStore) ->
     assert await store.claim("j1", "r1", 30, 3, b"{}") is not None
     assert await store.cancel("j1")
     assert await store.renew("j1", "r1", 30, {}) == "cancelled"
-    assert not await store.finish("j1", "r1", "succeeded", 200, b"{}", None, TTL_S)  # a cancelled job stays so
+    assert not await store.finish("j1", "r1", Ending("succeeded", 200, b"{}"), TTL_S)  # a cancelled job stays so
     found = await store.get("j1")
     assert found is not None and found.status == "cancelled" and found.finished_ms is not None
     assert not await store.cancel("j1")  # nothing left to cancel
@@ -201,7 +201,7 @@ async def test_redis_keys_are_one_hash_per_job_with_an_expiry_and_its_indexes(re
             assert 0 < sync.pttl(job_key("j1")) <= TTL_S * 1000
             assert sync.zscore(ACTIVE_KEY, "j1") > 0  # the lease's end: not due before it
             assert sync.hget(owner_key("alice"), "j1").decode().startswith("100:")
-            assert await store.finish("j1", "r1", "failed", 422, b"{}", None, TTL_S)
+            assert await store.finish("j1", "r1", Ending("failed", 422, b"{}"), TTL_S)
             assert sync.zscore(ACTIVE_KEY, "j1") is None and sync.hget(job_key("j1"), "request") is None
             size, expiry, state = sync.hget(owner_key("alice"), "j1").decode().split(":")
             assert int(size) == RECORD_BYTES + 2 and state == "e" and int(expiry) > 0  # its result's bytes, ended

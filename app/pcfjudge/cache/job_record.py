@@ -72,6 +72,16 @@ def result_bytes(response: bytes | None, webhook_url: str | None) -> int:
 
 
 @dataclass(frozen=True, slots=True)
+class Ending:
+    """How a job ended: its status (succeeded, failed), the route's HTTP status and answer, its last progress."""
+
+    status: str
+    http_status: int | None
+    response: bytes | None
+    progress: dict[str, int] | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Admission:
     """``admitted``, or refused: for the count of the owner's queued and running jobs (``count``), for the bytes all
     the owner's jobs keep (``bytes``), or because the in-process store is full (``store``)."""
@@ -113,16 +123,7 @@ class JobStore(Protocol):
         """Extend the lease and record progress: "ok", "cancelled" (stop), or "lost" (another runner has it)."""
         ...
 
-    async def finish(
-        self,
-        job_id: str,
-        runner: str,
-        status: str,
-        http_status: int | None,
-        response: bytes | None,
-        progress: dict[str, int] | None,
-        ttl_s: float,
-    ) -> bool:
+    async def finish(self, job_id: str, runner: str, end: Ending, ttl_s: float) -> bool:
         """Record the end (only while ``runner`` holds the job); the record is then kept ``ttl_s`` more, without its
         request (``result_bytes``)."""
         ...

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from pcfjudge.cache.job_record import ACTIVE, Admission, JobRecord, JobStore, Renewal, fair_tag, result_bytes
+from pcfjudge.cache.job_record import ACTIVE, Admission, Ending, JobRecord, JobStore, Renewal, fair_tag, result_bytes
 
 if TYPE_CHECKING:
     from pcfjudge.cache.redis_cache import RedisCache
@@ -138,22 +138,13 @@ class MemoryJobStore:
         record.lease_until_ms, record.progress = self.clock() + round(lease_s * 1000), dict(progress)
         return "ok"
 
-    async def finish(
-        self,
-        job_id: str,
-        runner: str,
-        status: str,
-        http_status: int | None,
-        response: bytes | None,
-        progress: dict[str, int] | None,
-        ttl_s: float,
-    ) -> bool:
+    async def finish(self, job_id: str, runner: str, end: Ending, ttl_s: float) -> bool:
         record = self._live(job_id)
         if record is None or record.status != "running" or record.runner != runner:
             return False
         now = self.clock()
-        record.status, record.finished_ms, record.http_status, record.response = status, now, http_status, response
-        record.progress, record.runner, record.lease_until_ms = progress, None, None
+        record.status, record.finished_ms, record.runner, record.lease_until_ms = end.status, now, None, None
+        record.http_status, record.response, record.progress = end.http_status, end.response, end.progress
         self._end(record)
         self.jobs[job_id] = (record, now + round(ttl_s * 1000))
         return True

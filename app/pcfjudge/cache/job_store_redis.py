@@ -24,7 +24,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from pcfjudge.cache import job_redis_scripts as lua
-from pcfjudge.cache.job_record import Admission, JobRecord, Renewal, StoreUnavailable
+from pcfjudge.cache.job_record import Admission, Ending, JobRecord, Renewal, StoreUnavailable
 from pcfjudge.cache.redis_cache import RedisCache, RedisUnavailable
 
 T = TypeVar("T")
@@ -127,25 +127,16 @@ class RedisJobStore:
             return "ok"
         return "cancelled" if code == 0 else "lost"
 
-    async def finish(
-        self,
-        job_id: str,
-        runner: str,
-        status: str,
-        http_status: int | None,
-        response: bytes | None,
-        progress: dict[str, int] | None,
-        ttl_s: float,
-    ) -> bool:
+    async def finish(self, job_id: str, runner: str, end: Ending, ttl_s: float) -> bool:
         ttl_ms = max(1, round(ttl_s * 1000))
         done, owner, size = await self._eval(
             lua.FINISH,
             job_key(job_id),
             runner,
-            status,
-            "" if http_status is None else str(http_status),
-            response or b"",
-            json.dumps(progress) if progress is not None else "",
+            end.status,
+            "" if end.http_status is None else str(end.http_status),
+            end.response or b"",
+            json.dumps(end.progress) if end.progress is not None else "",
             ttl_ms,
         )
         if int(done):

@@ -32,7 +32,7 @@ import orjson
 from starlette.types import ASGIApp
 
 from pcfjudge.api.jobs.job_view import job_json, json_object
-from pcfjudge.cache.job_record import JobRecord, JobStore, StoreUnavailable
+from pcfjudge.cache.job_record import Ending, JobRecord, JobStore, StoreUnavailable
 from pcfjudge.engine.runner import CallOutcome, CallSpec
 from pcfjudge.http import loopback
 from pcfjudge.settings import JobSettings
@@ -226,8 +226,8 @@ class JobRunner:
             status, body = (504 if timeout else 500), orjson.dumps(error)
         else:
             status, body = reply.status, json_object(reply.body, reply.status)
-        outcome = "succeeded" if 200 <= status < 300 else "failed"
-        ended = await self.store.finish(record.id, self.id, outcome, status, body, running.progress, s.job_ttl_s)
+        end = Ending("succeeded" if 200 <= status < 300 else "failed", status, body, running.progress)
+        ended = await self.store.finish(record.id, self.id, end, s.job_ttl_s)
         if ended and record.webhook_url is not None and s.webhook_secret is not None:
             task = asyncio.create_task(self._webhook(record.id, record.webhook_url))
             self.deliveries.add(task)
