@@ -251,20 +251,14 @@ class Judge:
         if isinstance(task, ChatTask):
             chat = task
             return await _traced(
-                "chat", task, watch, lambda w: self._ended(w, self._spend(plan, w, lambda v: self._chat(chat, plan, v)))
+                task, watch, lambda w: self._ended(w, self._spend(plan, w, lambda v: self._chat(chat, plan, v)))
             )
         if isinstance(task, PairwiseTask):
             return await _traced(
-                "pairwise",
-                task,
-                watch,
-                lambda w: self._ended(w, self._spend(plan, w, lambda v: self._pairwise(task, plan, v))),
+                task, watch, lambda w: self._ended(w, self._spend(plan, w, lambda v: self._pairwise(task, plan, v)))
             )
         return await _traced(
-            "listwise",
-            task,
-            watch,
-            lambda w: self._ended(w, self._spend(plan, w, lambda v: self._listwise(task, plan, v))),
+            task, watch, lambda w: self._ended(w, self._spend(plan, w, lambda v: self._listwise(task, plan, v)))
         )
 
     def _heard(self, event: RunEvent) -> None:
@@ -383,10 +377,7 @@ def stopped_event(result: ListwiseResult | PairwiseResult | ChatResult) -> dict[
 
 
 async def _traced(
-    name: Literal["listwise", "pairwise", "chat"],
-    task: ListwiseTask | PairwiseTask | ChatTask,
-    watch: Watch,
-    judgment: Callable[[Watch], Awaitable[Judged]],
+    task: ListwiseTask | PairwiseTask | ChatTask, watch: Watch, judgment: Callable[[Watch], Awaitable[Judged]]
 ) -> Judged:
     """``judgment(watch)`` awaited in its span (``engine.judgment_spans``: the span hears the judgment's events)
     with tracing on; with it off, only awaited."""
@@ -394,7 +385,7 @@ async def _traced(
         return await judgment(watch)
     from pcfjudge.engine.judgment_spans import traced
 
-    return await traced(name, task, watch, judgment)
+    return await traced(task, watch, judgment)
 
 
 def _juror_usage(result: object, model: str) -> Usage:

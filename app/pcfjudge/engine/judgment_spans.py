@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from functools import partial
-from typing import TYPE_CHECKING, Literal, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from pcfjudge.backends.registry import Jury, ResolvedModel
 from pcfjudge.engine.chat_values import ChatResult, ChatTask
@@ -31,15 +31,13 @@ R = TypeVar("R", ListwiseResult, PairwiseResult, ChatResult)
 
 
 async def traced(
-    name: Literal["listwise", "pairwise", "chat"],
-    task: ListwiseTask | PairwiseTask | ChatTask,
-    watch: Watch,
-    judgment: Callable[[Watch], Awaitable[R]],
+    task: ListwiseTask | PairwiseTask | ChatTask, watch: Watch, judgment: Callable[[Watch], Awaitable[R]]
 ) -> R:
-    """Await ``judgment(watch)`` (of ``task``) in the judgment's span, which hears its light events; with tracing
-    off, only await it."""
+    """Await ``judgment(watch)`` (of ``task``) in the judgment's span, ``judge listwise`` / ``pairwise`` / ``chat``,
+    which hears its light events; with tracing off, only await it."""
     if not tracing.on():
         return await judgment(watch)
+    name = "chat" if isinstance(task, ChatTask) else "pairwise" if isinstance(task, PairwiseTask) else "listwise"
     started = task_attributes(task)
     with tracing.judgment(f"judge {name}", started) as span:
         try:

@@ -217,7 +217,7 @@ async def _off_path_ns(n: int = 200_000) -> tuple[float, float]:
         return None
 
     def wrapped(judge_: object, task: object) -> Awaitable[None]:
-        return traced("listwise", task, Watch(), lambda _w: judge(judge_, task))  # type: ignore[arg-type,type-var]
+        return traced(task, Watch(), lambda _w: judge(judge_, task))  # type: ignore[arg-type,type-var]
 
     async def request_off() -> None:
         span = tracing.server_span({}, "") if tracing.on() else None
