@@ -31,6 +31,7 @@ from pcfjudge.engine.pairwise_passes import (
     plan_passes,
 )
 from pcfjudge.engine.plan import Plan
+from pcfjudge.engine.plan import T as Task
 from pcfjudge.engine.progress import PLAIN, RunEvent, Watch
 from pcfjudge.engine.runner import CallRunner
 from pcfjudge.engine.spend import Meter
@@ -154,15 +155,7 @@ class Judge:
         model = self.model(task.model)
         return plan_passes(task, model.string, self.params(model))
 
-    @overload
-    def plan(self, task: ListwiseTask) -> Plan[ListwiseTask]: ...
-    @overload
-    def plan(self, task: PairwiseTask) -> Plan[PairwiseTask]: ...
-    @overload
-    def plan(self, task: ChatTask) -> Plan[ChatTask]: ...
-    def plan(
-        self, task: ListwiseTask | PairwiseTask | ChatTask
-    ) -> Plan[ListwiseTask] | Plan[PairwiseTask] | Plan[ChatTask]:
+    def plan(self, task: Task) -> Plan[Task]:
         """What judging ``task`` will do and may spend (``engine.plan``); the one place its calls are counted.
         ``ModelError`` for a bad model; ``Refusal`` when rounds of windows cannot be paid for."""
         target = self._target(task.model)
@@ -210,15 +203,7 @@ class Judge:
             for model in models:
                 self.guard.check_model(model.string)
 
-    @overload
-    def checked(self, task: ListwiseTask) -> Plan[ListwiseTask]: ...
-    @overload
-    def checked(self, task: PairwiseTask) -> Plan[PairwiseTask]: ...
-    @overload
-    def checked(self, task: ChatTask) -> Plan[ChatTask]: ...
-    def checked(
-        self, task: ListwiseTask | PairwiseTask | ChatTask
-    ) -> Plan[ListwiseTask] | Plan[PairwiseTask] | Plan[ChatTask]:
+    def checked(self, task: Task) -> Plan[Task]:
         """``plan(task)``, checked: what a front door builds at intake, whether it answers now, streams or queues a job."""
         plan = self.plan(task)
         self.check(plan)
