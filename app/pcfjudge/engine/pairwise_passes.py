@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pcfjudge.backends.base import JudgeCall
 from pcfjudge.backends.registry import Jury, ResolvedModel
@@ -25,12 +25,14 @@ from pcfjudge.engine.progress import DEADLINE_KIND, Watch
 from pcfjudge.engine.runner import CallOutcome, CallRunner, CallSpec
 from pcfjudge.judging import apoc
 from pcfjudge.judging.cache_keys import cache_key, item_hash
-from pcfjudge.judging.estimation import EstimationCheck, check_estimation
 from pcfjudge.judging.jury import JuryReport
 from pcfjudge.judging.pairwise_prompts import VERDICTS, pairwise_version, render_keyed, render_pairwise
 from pcfjudge.judging.parse import OutputError, load_json_object
 from pcfjudge.judging.prompts import DEFAULT_STYLE, Prompt, PromptStyle, new_nonce
 from pcfjudge.types import CacheMode, DecodingParams, Usage
+
+if TYPE_CHECKING:
+    from pcfjudge.judging.estimation import EstimationCheck
 
 PassName = Literal["direct", "swapped", "keyed"]
 ORDERS: dict[PassName, tuple[int, int]] = {"direct": (0, 1), "swapped": (1, 0), "keyed": (0, 1)}
@@ -196,6 +198,8 @@ async def judge_pairwise(
     task: PairwiseTask, model: ResolvedModel, runner: CallRunner, params: DecodingParams, *, watch: Watch
 ) -> PairwiseResult:
     """Run APOCJudge on one pair (use ``Judge.pairwise``); raises ``JudgingFailed`` only when both orders fail."""
+    from pcfjudge.judging.estimation import check_estimation  # pairs only: loaded by a service's first pair
+
     planner = _Planner(task, model, params)
     estimation = check_estimation(task.question, task.estimation)
 
