@@ -221,6 +221,7 @@ class FleetBackend:
         """Wait while calls of a higher class wait for budget (looking again at least every ``MAX_WAIT_STEP_S``:
         their wait may end in another way); ``Shed`` when the deadline passes first."""
         if left <= 0:
+            metrics.fleet_shed(self.name, "priority")
             raise Shed(
                 f"fleet {self.name}: calls of a higher class than {priority} took the budget until this call's "
                 "deadline; retry later",
