@@ -1,14 +1,22 @@
 """A fleet endpoint's rate budget (issue 39 item 2): no minute ever holds more than rpm requests or tpm tokens, calls at
-once stay under max_parallel_requests, a provider's block holds, and with Redis two replicas share one budget."""
+once stay under max_parallel_requests, a provider's block holds, with Redis two replicas share one budget, and budget
+that is scarce goes to the highest class waiting (item 3)."""
 
 from __future__ import annotations
 
+import asyncio
 import math
 
+import pytest
 from pcfjudge.backends.budget import Ask, Grant, MemoryBudget, RedisBudget
+from pcfjudge.backends.fleet import FleetBackend
+from pcfjudge.backends.models_file import EndpointSpec, FleetSpec
+from pcfjudge.backends.slots import Priority, Shed, Slots
 from pcfjudge.cache.redis_cache import RedisCache
 from pcfjudge.cache.redis_client import close, connect
 
+from tests.backends.test_fleet_shed import Stub
+from tests.support.inprocess import listwise_call
 from tests.support.redis_server import RedisServer
 
 
@@ -94,3 +102,57 @@ async def test_a_budget_without_redis_falls_back_to_memory(redis_server: RedisSe
         assert [(await budget.take(ask(f"l{i}", rpm=2))).ok for i in range(3)] == [True, True, False]
     finally:
         await close(budget.redis.client)
+
+
+async def test_scarce_budget_goes_to_an_interactive_call_before_background_calls_waiting_longer(
+    redis_server: RedisServer,
+) -> None:
+    """An endpoint taking 3 requests a minute, one spent, then blocked for 0.3 s (a 429's retry-after): three job calls
+    start waiting for it, then an interactive call. The interactive call gets one of the two requests left, the job
+    call first in line the other; the others, with no budget before their deadline, are shed before they spend."""
+    budget = _shared(redis_server)
+    stub = Stub()
+    fleet = FleetBackend(FleetSpec("f", (EndpointSpec("ep", "openai", "m", None, rpm=3),)), [stub], budget, capacity=8)
+    slots = Slots(size=8, max_queued=8)
+    served: list[str] = []
+    loop = asyncio.get_running_loop()
+
+    async def call(label: str, priority: Priority) -> None:
+        async with slots.slot(priority=priority):  # the class the fleet reads: the slot's, as the runner holds it
+            await fleet.complete(listwise_call(), until=loop.time() + 10.0)
+        served.append(label)
+
+    try:
+        await fleet.complete(listwise_call())
+        await budget.block("ep", 0.3)
+        tasks = []
+        for label, priority in [("job-0", "background"), ("job-1", "background"), ("job-2", "background")]:
+            tasks.append(asyncio.create_task(call(label, priority)))
+            await asyncio.sleep(0.02)
+        tasks.append(asyncio.create_task(call("direct", "interactive")))
+        outcomes = await asyncio.gather(*tasks, return_exceptions=True)
+    finally:
+        await fleet.aclose()
+        await close(budget.redis.client)
+    assert served[0] == "direct" and len(served) == 2 and served[1].startswith("job-")
+    assert sum(isinstance(o, Shed) for o in outcomes) == 2 and stub.calls == 3
+
+
+async def test_a_call_behind_a_higher_class_past_its_deadline_is_shed() -> None:
+    stub = Stub()
+    fleet = FleetBackend(FleetSpec("f", (EndpointSpec("ep", "openai", "m", None),)), [stub], MemoryBudget(), capacity=2)
+    slots = Slots(size=2, max_queued=2)
+    loop = asyncio.get_running_loop()
+    await fleet.budget.block("ep", 5.0)
+
+    async def call(priority: Priority, seconds: float) -> None:
+        async with slots.slot(priority=priority):
+            await fleet.complete(listwise_call(), until=loop.time() + seconds)
+
+    direct = asyncio.create_task(call("interactive", 10.0))  # waits for the block to end
+    await asyncio.sleep(0.02)
+    with pytest.raises(Shed, match="higher class"):
+        await call("background", 0.2)  # its deadline comes before the block ends, and it was behind the direct call
+    direct.cancel()
+    await asyncio.gather(direct, return_exceptions=True)
+    assert stub.calls == 0

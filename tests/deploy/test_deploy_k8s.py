@@ -1,6 +1,7 @@
 """deploy/k8s: every overlay renders with a real kustomize, every manifest validates against its schema, the alert
 rules pass promtool and equal deploy/prometheus/alerts.yml, and names, ports, probe paths and timings agree with
-what the service really reads and serves."""
+what the service really reads and serves (the fleet overlay's models file included: mounted where PCFJ_MODELS_FILE
+says, its keys in the environment it names, loaded by the service's own parser)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import re
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -16,6 +18,7 @@ import kubernetes_validate
 import pytest
 import yaml
 from pcfjudge._version import __version__
+from pcfjudge.backends.models_file import parse_models
 from pcfjudge.cli.main import build_parser
 from pcfjudge.settings import Settings
 from pcfjudge.telemetry import metrics
@@ -26,7 +29,9 @@ from tests.support.inprocess import app_client
 from tests.support.manifests import (
     K8S,
     Doc,
+    environ_names,
     load_yaml,
+    mounted,
     one,
     render,
     settings_env_names,
@@ -35,7 +40,7 @@ from tests.support.manifests import (
     validate_crd,
 )
 
-TARGETS = {"base": K8S / "base", "dev": K8S / "overlays" / "dev", "prod": K8S / "overlays" / "prod"}
+TARGETS = {name: K8S / "overlays" / name for name in ("dev", "prod", "fleet")} | {"base": K8S / "base"}
 NOT_SETTINGS = {"PROMETHEUS_MULTIPROC_DIR"}  # read by `pcfjudge serve` and pcfjudge.telemetry.metrics, not by Settings
 
 
@@ -47,6 +52,23 @@ def docs(request: pytest.FixtureRequest) -> list[Doc]:
 def container(docs: list[Doc]) -> Doc:
     pod = one(docs, "Deployment", "pcfjudge")["spec"]["template"]["spec"]
     return next(c for c in pod["containers"] if c["name"] == "pcfjudge")
+
+
+def pod_spec(docs: list[Doc]) -> Doc:
+    spec: Doc = one(docs, "Deployment", "pcfjudge")["spec"]["template"]["spec"]
+    return spec
+
+
+def models_file(docs: list[Doc]) -> str | None:
+    """The models file the pods read (PCFJ_MODELS_FILE, mounted from a ConfigMap), if the overlay sets one."""
+    path = config(docs).get("PCFJ_MODELS_FILE")
+    return mounted(docs, pod_spec(docs), container(docs), path) if path else None
+
+
+def model_keys(docs: list[Doc]) -> set[str]:
+    """The variables the models file reads its keys from: the pods' environment, not settings."""
+    text = models_file(docs)
+    return environ_names(text) if text else set()
 
 
 def config(docs: list[Doc]) -> dict[str, str]:
@@ -84,7 +106,7 @@ def test_the_validators_reject_unknown_fields() -> None:
 
 def test_env_names_are_settings_the_service_reads(docs: list[Doc]) -> None:
     names = set(env_values(docs))
-    unknown = {n for n in names - NOT_SETTINGS if n not in settings_env_names()}
+    unknown = {n for n in names - NOT_SETTINGS - model_keys(docs) if n not in settings_env_names()}
     assert not unknown, f"not read by pcfjudge.settings.Settings: {sorted(unknown)}"
     assert {"OPENAI_API_KEY", "ANTHROPIC_API_KEY", "PCFJ_API_KEYS"} <= names
 
@@ -123,13 +145,20 @@ def test_command_port_probes_and_service_agree(docs: list[Doc]) -> None:
     assert {e["port"] for e in monitor["spec"]["endpoints"]} <= {p["name"] for p in service["spec"]["ports"]}
 
 
-async def test_probe_and_scrape_paths_answer_without_a_key_when_keys_are_on(docs: list[Doc]) -> None:
+async def test_probe_and_scrape_paths_answer_without_a_key_when_keys_are_on(
+    docs: list[Doc], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The kubelet and Prometheus send no API key: with the manifests' settings and keys on, they still get 200."""
     c = container(docs)
     paths = {c[p]["httpGet"]["path"] for p in ("startupProbe", "readinessProbe", "livenessProbe")}
     paths |= {e["path"] for e in one(docs, "ServiceMonitor")["spec"]["endpoints"]}
     values = {k.removeprefix("PCFJ_").lower(): v for k, v in config(docs).items() if k.startswith("PCFJ_")}
     values.pop("redis_url", None)  # no Redis here: the cache falls back to memory either way
+    if (text := models_file(docs)) is not None:  # the mounted file, here, with its keys from the Secret faked
+        values["models_file"] = tmp_path / Path(values["models_file"]).name
+        values["models_file"].write_text(text)
+        for name in environ_names(text):
+            monkeypatch.setenv(name, "sk-k8s-test")
     async with app_client(Settings(**values, api_keys="probe:k8s-probe-key-0123456789")) as client:
         assert (await client.post("/judge/listwise", json={})).status_code == 401  # keys are really on
         for path in sorted(paths):
@@ -230,7 +259,10 @@ def test_the_calibration_cronjob_writes_where_the_service_reads(docs: list[Doc])
     server = container(docs)
     assert job["image"] == server["image"] and job["envFrom"] == server["envFrom"]
     explicit = {e["name"]: e.get("value", e.get("valueFrom")) for e in job.get("env", [])}
-    assert not {n for n in explicit if n not in settings_env_names()}
+    assert not {n for n in explicit if n not in settings_env_names() | model_keys(docs)}
+    if (path := config(docs).get("PCFJ_MODELS_FILE")) is not None:  # the pods' models file and keys
+        assert mounted(docs, pod["spec"], job, path) == models_file(docs)
+        assert {n: explicit[n] for n in model_keys(docs)} == {n: env_values(docs)[n] for n in model_keys(docs)}
     values = config(docs) | explicit
     assert values.get("PCFJ_REDIS_URL") == env_values(docs).get("PCFJ_REDIS_URL")
     assert {k: values[k] for k in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")} == {
@@ -269,3 +301,22 @@ def test_the_metrics_the_rules_use_exist() -> None:
             for name in re.findall(r"pcfjudge_[a-z_]+", r["expr"]):
                 base = re.sub(r"_(bucket|count|sum|total)$", "", name)
                 assert base in families or name in families, f"{r['alert']}: {name} is not exported"
+
+
+def test_the_fleet_overlay_serves_its_models_file_with_keys_from_a_secret_and_redis_required() -> None:
+    """Issue 39: the models file is a ConfigMap mounted where PCFJ_MODELS_FILE points, each os.environ/NAME it names a
+    variable from a required Secret key (never a literal key in the file), the default model one of its fleets, and
+    Redis required: the replicas share each endpoint's rpm and tpm there."""
+    docs = render(TARGETS["fleet"])
+    text = models_file(docs)
+    assert text is not None and text == (TARGETS["fleet"] / "models.yaml").read_text()
+    keys = environ_names(text)
+    fleets = parse_models(text, yaml=True, environ=dict.fromkeys(keys, "sk-test"))
+    assert {name: len(f.endpoints) for name, f in fleets.items()} == {"qwen-judge": 3, "gpt-judge": 2}
+    assert all(e.api_key is None or e.api_key == "sk-test" for f in fleets.values() for e in f.endpoints)
+    env = env_values(docs)
+    assert keys and all(env[k]["secretKeyRef"].get("optional", False) is False for k in keys)
+    assert env["PCFJ_REDIS_URL"]["secretKeyRef"].get("optional", False) is False
+    assert config(docs)["PCFJ_DEFAULT_MODEL"].removeprefix("fleet:") in fleets
+    mount = next(m for m in container(docs)["volumeMounts"] if m["name"] == "models")
+    assert mount["readOnly"] and config(docs)["PCFJ_MODELS_FILE"].startswith(mount["mountPath"] + "/")

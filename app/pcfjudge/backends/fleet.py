@@ -7,7 +7,8 @@ Each call goes to one endpoint, chosen per attempt:
 * **budget first** (``budget``): the endpoint's rpm, tpm and calls at once, in Redis for every replica with
   PCFJ_REDIS_URL. An endpoint out of budget is passed over; when every endpoint is, the call waits for the soonest
   budget within its deadline (``until``, the runner's), or is shed at once (``Shed``: 503 with Retry-After) before it
-  spends anything;
+  spends anything. Waiting calls take budget highest class first, as call slots are given (``slots.HELD``: the class
+  of the slot the call holds): while a call of a higher class waits for budget, a lower class's call takes none;
 * **cooldown**: after ``allowed_fails`` consecutive failures (connection errors, 5xx, 429/503/529, timeouts) an
   endpoint is left alone for ``cooldown_s`` (PCFJ_FLEET_ALLOWED_FAILS, PCFJ_FLEET_COOLDOWN_S), then one call probes
   it: an answer brings it back, a failure cools it down again;
@@ -21,6 +22,7 @@ The model's cache key is the fleet's (``fleet:<model_name>``): an answer made on
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import logging
 import math
@@ -41,7 +43,7 @@ from pcfjudge.backends.base import (
 )
 from pcfjudge.backends.budget import Ask, Budget
 from pcfjudge.backends.models_file import EndpointSpec, FleetSpec
-from pcfjudge.backends.slots import Shed
+from pcfjudge.backends.slots import HELD, PRIORITIES, Priority, Shed
 from pcfjudge.telemetry import metrics
 
 log = logging.getLogger(__name__)
@@ -96,6 +98,8 @@ class FleetBackend:
         self._turn = 0
         self._replica = f"{os.getpid()}-{id(self):x}"
         self._tasks: set[asyncio.Task[None]] = set()
+        self._waiting: dict[Priority, int] = dict.fromkeys(PRIORITIES, 0)  # calls waiting for budget, per class
+        self._left = asyncio.Event()  # set (and replaced) whenever a call stops waiting for budget
         for endpoint in self.endpoints:
             metrics.fleet_healthy(self.name, endpoint.id, True)
             wire = getattr(endpoint.backend, "wire", None)
@@ -151,49 +155,82 @@ class FleetBackend:
         return ranked
 
     async def _admit(self, call: JudgeCall, deadline: float | None) -> tuple[Endpoint, str]:
-        """An endpoint with budget for ``call`` (its lease taken), waiting for one until ``deadline``."""
+        """An endpoint with budget for ``call`` (its lease taken), waiting for one until ``deadline``, behind the
+        calls of higher classes waiting too."""
         loop = asyncio.get_running_loop()
         tokens = _estimate(call)
         lease = f"{self._replica}-{next(_leases)}"
+        priority = HELD.get()
+        above = PRIORITIES[: PRIORITIES.index(priority)]
         waited_from: float | None = None
-        while True:
-            now = loop.time()
-            ttl = (deadline - now if deadline is not None else 600.0) + 5.0
-            candidates = self.order(now)
-            if not candidates:
-                soonest = min(e.cooled_until for e in self.endpoints) - now
-                raise ProviderError(
-                    f"every endpoint of fleet {self.name} is cooling down after repeated failures",
-                    retry_after=max(0.0, soonest),
-                )
-            best: tuple[float, str, Endpoint] | None = None
-            for endpoint in candidates:
-                spec = endpoint.spec
-                ask = Ask(endpoint.id, spec.rpm, spec.tpm, spec.max_parallel_requests, tokens, lease, ttl)
-                grant = await self.budget.take(ask)
-                if grant.ok:
-                    if endpoint.cooled:
-                        endpoint.probing = True
-                    if waited_from is not None:
-                        metrics.fleet_waited(self.name, loop.time() - waited_from)
-                    return endpoint, lease
-                if best is None or grant.wait_s < best[0]:
-                    best = (grant.wait_s, grant.reason, endpoint)
-            assert best is not None
-            wait, reason, endpoint = best
-            left = (deadline - loop.time()) if deadline is not None else math.inf
-            if wait >= left:
-                metrics.fleet_shed(self.name, reason)
-                detail = "never" if math.isinf(wait) else f"in {wait:.1f}s"
-                raise Shed(
-                    f"fleet {self.name}: no endpoint has {reason} budget for this call before its deadline (the "
-                    f"soonest: {detail}); retry later",
-                    retry_after=wait if math.isfinite(wait) else 60.0,
-                    retryable=False,
-                )
-            metrics.fleet_wait(self.name, endpoint.id, reason)
-            waited_from = loop.time() if waited_from is None else waited_from
-            await asyncio.sleep(min(wait, MAX_WAIT_STEP_S))
+        counted = False  # in ``_waiting`` (from its first wait for budget)
+        try:
+            while True:
+                now = loop.time()
+                left = (deadline - now) if deadline is not None else math.inf
+                if any(self._waiting[p] for p in above):  # the budget that frees up is theirs first
+                    waited_from = now if waited_from is None else waited_from
+                    await self._behind(priority, left)
+                    continue
+                ttl = (left if deadline is not None else 600.0) + 5.0
+                candidates = self.order(now)
+                if not candidates:
+                    soonest = min(e.cooled_until for e in self.endpoints) - now
+                    raise ProviderError(
+                        f"every endpoint of fleet {self.name} is cooling down after repeated failures",
+                        retry_after=max(0.0, soonest),
+                    )
+                best: tuple[float, str, Endpoint] | None = None
+                for endpoint in candidates:
+                    spec = endpoint.spec
+                    ask = Ask(endpoint.id, spec.rpm, spec.tpm, spec.max_parallel_requests, tokens, lease, ttl)
+                    grant = await self.budget.take(ask)
+                    if grant.ok:
+                        if endpoint.cooled:
+                            endpoint.probing = True
+                        if waited_from is not None:
+                            metrics.fleet_waited(self.name, loop.time() - waited_from)
+                        return endpoint, lease
+                    if best is None or grant.wait_s < best[0]:
+                        best = (grant.wait_s, grant.reason, endpoint)
+                assert best is not None
+                wait, reason, endpoint = best
+                left = (deadline - loop.time()) if deadline is not None else math.inf
+                if wait >= left:
+                    metrics.fleet_shed(self.name, reason)
+                    detail = "never" if math.isinf(wait) else f"in {wait:.1f}s"
+                    raise Shed(
+                        f"fleet {self.name}: no endpoint has {reason} budget for this call before its deadline (the "
+                        f"soonest: {detail}); retry later",
+                        retry_after=wait if math.isfinite(wait) else 60.0,
+                        retryable=False,
+                    )
+                metrics.fleet_wait(self.name, endpoint.id, reason)
+                waited_from = loop.time() if waited_from is None else waited_from
+                if not counted:
+                    self._waiting[priority] += 1
+                    counted = True
+                await asyncio.sleep(min(wait, MAX_WAIT_STEP_S))
+        finally:
+            if counted:
+                self._waiting[priority] -= 1
+                self._left.set()  # the calls behind it look again
+                self._left = asyncio.Event()
+
+    async def _behind(self, priority: Priority, left: float) -> None:
+        """Wait while calls of a higher class wait for budget (looking again at least every ``MAX_WAIT_STEP_S``:
+        their wait may end in another way); ``Shed`` when the deadline passes first."""
+        if left <= 0:
+            metrics.fleet_shed(self.name, "priority")
+            raise Shed(
+                f"fleet {self.name}: calls of a higher class than {priority} took the budget until this call's "
+                "deadline; retry later",
+                retry_after=MAX_WAIT_STEP_S,
+                retryable=False,
+            )
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(min(left, MAX_WAIT_STEP_S)):
+                await self._left.wait()
 
     # ── health ───────────────────────────────────────────────────────────────────────────────────────────────
 

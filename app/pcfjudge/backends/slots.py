@@ -42,6 +42,7 @@ import asyncio
 import math
 from collections import deque
 from collections.abc import Iterator
+from contextvars import ContextVar, Token
 from itertools import zip_longest
 from typing import Literal
 
@@ -57,6 +58,7 @@ Priority = Literal["interactive", "stream", "background"]
 PRIORITIES: tuple[Priority, ...] = ("interactive", "stream", "background")
 """The classes, highest first: direct requests, server-sent events, jobs/eval/calibration."""
 ANYONE = "anonymous"  # the key of a call made outside any request (as ``pcfjudge.context.ANONYMOUS``)
+HELD: ContextVar[Priority] = ContextVar("pcfj_held", default="interactive")  # the class of the slot this task holds
 
 
 class Saturated(BackendError):
@@ -287,7 +289,8 @@ class Slots:
 
 
 class _Slot:
-    __slots__ = ("_deadline", "_key", "_slots", "priority")
+    __slots__ = ("_deadline", "_held", "_key", "_slots", "priority")
+    _held: Token[Priority]  # HELD's value before this slot (set while it is held: a fleet's budget waits read it)
 
     def __init__(self, slots: Slots, deadline: float, priority: Priority, key: str) -> None:
         self._slots, self._deadline, self.priority, self._key = slots, deadline, priority, key
@@ -295,8 +298,10 @@ class _Slot:
     async def __aenter__(self) -> None:
         await self._slots._acquire(self._deadline, self.priority, self._key)
         self._slots._started(self, asyncio.get_running_loop().time())
+        self._held = HELD.set(self.priority)
 
     async def __aexit__(self, kind: type[BaseException] | None, *_: object) -> None:
+        HELD.reset(self._held)
         if kind is None:
             outcome = "answered"
         elif issubclass(kind, TimeoutError | asyncio.CancelledError | BackendTimeout):

@@ -1,7 +1,7 @@
-"""A jury of two real engines (issue 31): two llama-server processes, each serving its own model — SmolLM2-135M as
-shipped (Q4_1) and re-quantized to Q4_0 (scripts/second_model.sh) — named by PCFJ_ENGINES and pooled by PCFJ_JURIES,
-through every front door of a real ``pcfjudge serve``; every juror run an ordinary structured-output call, cached by
-its model, so a jury listed the other way round costs nothing."""
+"""A jury of two real engines (issue 31): two llama-server processes (``engine_pair``), each serving its own
+model — SmolLM2-135M as shipped (Q4_1) and re-quantized to Q4_0 (scripts/second_model.sh) — named by PCFJ_ENGINES and
+pooled by PCFJ_JURIES, through every front door of a real ``pcfjudge serve``; every juror run an ordinary
+structured-output call, cached by its model, so a jury listed the other way round costs nothing."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pcfjudge
 import pytest
 
 from tests.backends.engines.test_engine_llamacpp import ANSWERS, QUESTION, ok
-from tests.support.engine import MODEL_NAME, SECOND_MODEL_NAME, llama_server, second_gguf_path
+from tests.support.engine import MODEL_NAME, PAIR_SERVICE_ENV, SECOND_MODEL_NAME
 from tests.support.processes import serve_process
 
 pytestmark = [pytest.mark.slow, pytest.mark.engine, pytest.mark.timeout(1500)]
@@ -22,24 +22,16 @@ JURORS = [f"q41:{MODEL_NAME}", f"q40:{SECOND_MODEL_NAME}"]
 
 
 @pytest.fixture(scope="module")
-def service() -> Iterator[str]:
-    with (
-        llama_server() as first,
-        llama_server(model=second_gguf_path(), name=SECOND_MODEL_NAME) as second,
-    ):
-        env = {
-            "PCFJ_ENGINES": json.dumps({"q41": first, "q40": second}),
-            "PCFJ_JURIES": json.dumps({"smol": JURORS}),
-            "PCFJ_DEFAULT_MODEL": JURORS[0],
-            "PCFJ_DEFAULT_K": "2",
-            "PCFJ_REQUEST_TIMEOUT_S": "1200",
-            "PCFJ_MAX_OUTPUT_TOKENS": "1000",
-            "PCFJ_BACKEND_CONCURRENCY": "2",
-            "PCFJ_QUORUM": "0.5",  # SmolLM2-135M sometimes writes an unusable answer: one of two runs suffices
-            "PCFJ_RATIONALES": "false",
-        }
-        with serve_process(env=env) as url:
-            yield url
+def service(engine_pair: tuple[str, str]) -> Iterator[str]:
+    first, second = engine_pair
+    env = {
+        "PCFJ_ENGINES": json.dumps({"q41": first, "q40": second}),
+        "PCFJ_JURIES": json.dumps({"smol": JURORS}),
+        "PCFJ_DEFAULT_MODEL": JURORS[0],
+        **PAIR_SERVICE_ENV,
+    }
+    with serve_process(env=env) as url:
+        yield url
 
 
 def jury_of(body: dict[str, Any]) -> dict[str, Any]:
