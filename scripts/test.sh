@@ -49,6 +49,9 @@ bash scripts/llama_cpp_python.sh .venv
   'google-api-python-client==2.202.0' 'google-auth-httplib2==0.4.4' 'httplib2==0.32.1' 'uritemplate==4.2.0' \
   'pyparsing==3.3.3' 'grpcio==1.85.3' 'grpcio-status==1.85.3' 'cryptography==50.0.2' 'cffi==2.1.1' 'pycparser==3.12' \
   'pyasn1==0.6.5' 'pyasn1-modules==0.4.2'
+# deepeval 4.3.1 into .venv/deepeval: it registers a pytest plugin (pytest11), so the venv's pytest must not see it; the
+# test runs ArenaGEval in a subprocess with it on the path. Its imports on that path are the venv's own packages.
+[ -d .venv/deepeval/deepeval ] || .venv/bin/pip install -q --disable-pip-version-check --no-deps --target .venv/deepeval 'deepeval==4.3.1'
 bash scripts/llama_server.sh >/dev/null
 bash scripts/second_model.sh .venv/bin/python >/dev/null  # the juries' second engine model (SmolLM2 as Q4_0)
 # Mermaid for the documentation site's diagrams (docs/hooks/mermaid.py serves it from the site: no CDN): the npm

@@ -19,6 +19,11 @@ and LiteLLM's model-cost map, read from its own package copy, never the internet
   sends a model named in its ``OPENAI_MODEL_LIST``: the server names a one-judge jury after one (``REWARDBENCH_MODEL``).
   ``rewardbench/generative.py`` is loaded from its file: the package's ``__init__`` imports torch and transformers
   for the reward models, which the generative path does not use. Everything the module imports is installed.
+* ``deepeval`` (deepeval 4.3.1, in ``.venv/deepeval``: its pytest plugin stays out of the venv): ``ArenaGEval``
+  (``measure``, synchronous) with its ``OpenAIModel`` (``base_url`` this server; ``DEEPEVAL_MODEL``, a model whose
+  structured outputs it uses), its prompts, its JSON parsing and its reason rewrite. DeepEval shuffles the contestants
+  (and their masked names) itself with ``random``; seeded alike for both caller orders, it shows them in opposite
+  orders, so the two orders the test compares are the two orders the judge saw.
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ from typing import Any
 
 JUDGE = "sim:default"
 REWARDBENCH_MODEL = "gpt-4o-2024-08-06"  # in rewardbench's OPENAI_MODEL_LIST; the server's jury of JUDGE
+DEEPEVAL_MODEL = "gpt-4.1"  # DeepEval sends it response_format json_schema; the server's jury of JUDGE
 
 
 def _pkg_resources_stand_in() -> None:
@@ -125,12 +131,38 @@ def rewardbench(base: str, question: str, first: str, second: str) -> tuple[str,
     return {"A": "first", "B": "second"}[winner], winner
 
 
+def deepeval(base: str, question: str, first: str, second: str) -> tuple[str, Any]:
+    import random
+
+    os.environ.update(DEEPEVAL_TELEMETRY_OPT_OUT="1", DEEPEVAL_DISABLE_DOTENV="1")
+    from deepeval.metrics import ArenaGEval
+    from deepeval.models import OpenAIModel
+    from deepeval.test_case import ArenaTestCase, Contestant, LLMTestCase, SingleTurnParams
+
+    model = OpenAIModel(model=DEEPEVAL_MODEL, base_url=f"{base}/v1", api_key="unused")
+    metric = ArenaGEval(
+        name="Helpfulness",
+        evaluation_params=[SingleTurnParams.INPUT, SingleTurnParams.ACTUAL_OUTPUT],
+        evaluation_steps=["Prefer the answer that responds to the input correctly and helpfully."],
+        model=model,
+        async_mode=False,
+    )
+    contestants = [
+        Contestant(name=name, test_case=LLMTestCase(input=question, actual_output=text))
+        for name, text in (("first", first), ("second", second))
+    ]
+    random.seed(0)  # DeepEval's own shuffle: the same draw for both caller orders shows them reversed
+    winner = metric.measure(ArenaTestCase(contestants=contestants), _show_indicator=False)
+    return winner, winner
+
+
 FRAMEWORKS: dict[str, Callable[[str, str, str, str], tuple[str, Any]]] = {
     "alpaca-eval-gpt4": alpaca_eval_gpt4,
     "weighted-alpaca-eval-gpt4-turbo": weighted_alpaca_eval_gpt4_turbo,
     "prometheus-eval": prometheus_eval,
     "litellm-arena-hard": litellm_arena_hard,
     "rewardbench": rewardbench,
+    "deepeval": deepeval,
 }
 
 

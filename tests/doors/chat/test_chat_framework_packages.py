@@ -1,12 +1,13 @@
-"""The frameworks' own code, installed from PyPI (alpaca-eval, prometheus-eval, litellm, rewardbench), against a real
-``pcfjudge serve`` whose simulated judge prefers whichever answer it is shown first: each framework's own prompt,
-client and parser (tests/doors/chat/framework_packages.py, run in a subprocess) read a verdict from the reply, and the
+"""The frameworks' own code, installed from PyPI (alpaca-eval, prometheus-eval, litellm, rewardbench, deepeval),
+against a real ``pcfjudge serve`` whose simulated judge prefers whichever answer it is shown first: each framework's
+own prompt, client and parser (tests/doors/chat/framework_packages.py, run in a subprocess) read a verdict from the reply, and the
 pair's winner is the same text whichever order the framework sent it in, on a pair the judge splits by position (the
 template's tie, or its order-free coin where it has none) and on one where the first is clearly better.
 
 rewardbench's own dependencies (torch, transformers 4.51, bitsandbytes, trl, wandb) are a reward model's: it is
 installed without them into ``.venv/rewardbench`` (scripts/test.sh) with what its generative module imports, and put
-on the subprocess's path only."""
+on the subprocess's path only. deepeval registers a pytest plugin, so it is installed into ``.venv/deepeval`` and is on
+the subprocess's path only too."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.doors.chat.framework_packages import JUDGE, REWARDBENCH_MODEL
+from tests.doors.chat.framework_packages import DEEPEVAL_MODEL, JUDGE, REWARDBENCH_MODEL
 from tests.support.processes import clean_env, serve_process
 
 pytestmark = pytest.mark.slow
@@ -28,14 +29,18 @@ CLOSE = ("Blue is one.", "Red.")  # the simulated judge (seed 0) prefers whichev
 CLEAR = ("Blue is one.", "Yellow, for example.")  # the first clearly better: the same verdict in both orders
 FRAMEWORKS = [
     "alpaca-eval-gpt4", "weighted-alpaca-eval-gpt4-turbo", "prometheus-eval", "litellm-arena-hard", "rewardbench",
+    "deepeval",
 ]  # fmt: skip
-TARGETS = {"rewardbench": ROOT / ".venv" / "rewardbench"}  # installed beside the venv, on the subprocess's path only
+TARGETS = {
+    "rewardbench": ROOT / ".venv" / "rewardbench",
+    "deepeval": ROOT / ".venv" / "deepeval",
+}  # installed beside the venv, on the subprocess's path only
 
 
 @pytest.fixture(scope="module")
 def serve_url() -> Iterator[str]:
     """``pcfjudge serve`` on embedded defaults, with a one-judge jury named as rewardbench's OpenAI model."""
-    with serve_process(env={"PCFJ_JURIES": json.dumps({REWARDBENCH_MODEL: [JUDGE]})}) as url:
+    with serve_process(env={"PCFJ_JURIES": json.dumps({REWARDBENCH_MODEL: [JUDGE], DEEPEVAL_MODEL: [JUDGE]})}) as url:
         yield url
 
 
