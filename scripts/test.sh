@@ -40,6 +40,18 @@ bash scripts/llama_cpp_python.sh .venv
 # their dependencies (those they import are in the dev extra): litellm's boto3 (Bedrock only) pins python-dateutil<3;
 # prometheus-eval imports only fastchat.conversation of fschat, whose own dependencies are a model server's.
 .venv/bin/pip install -q --disable-pip-version-check --no-deps 'litellm==1.110.2' 'prometheus-eval==0.1.20' 'fschat==0.2.36'
+# rewardbench 0.1.4 into .venv/rewardbench (the test puts it on its subprocess's path only), without its reward-model
+# dependencies (torch, transformers, bitsandbytes, trl, wandb): rewardbench/generative.py imports openai, anthropic and
+# fastchat (the venv's), together and google.generativeai (installed here with what their imports need).
+[ -d .venv/rewardbench/rewardbench ] || .venv/bin/pip install -q --disable-pip-version-check --no-deps --target .venv/rewardbench \
+  'rewardbench==0.1.4' 'together==3.1.1' 'detect-agent==0.6.0' 'google-generativeai==0.8.6' \
+  'google-ai-generativelanguage==0.6.15' 'google-api-core==2.44.0' 'proto-plus==1.29.0' 'google-auth==2.63.0' \
+  'google-api-python-client==2.202.0' 'google-auth-httplib2==0.4.4' 'httplib2==0.32.1' 'uritemplate==4.2.0' \
+  'pyparsing==3.3.3' 'grpcio==1.85.3' 'grpcio-status==1.85.3' 'cryptography==50.0.2' 'cffi==2.1.1' 'pycparser==3.12' \
+  'pyasn1==0.6.5' 'pyasn1-modules==0.4.2'
+# deepeval 4.3.1 into .venv/deepeval: it registers a pytest plugin (pytest11), so the venv's pytest must not see it; the
+# test runs ArenaGEval in a subprocess with it on the path. Its imports on that path are the venv's own packages.
+[ -d .venv/deepeval/deepeval ] || .venv/bin/pip install -q --disable-pip-version-check --no-deps --target .venv/deepeval 'deepeval==4.3.1'
 bash scripts/llama_server.sh >/dev/null
 bash scripts/second_model.sh .venv/bin/python >/dev/null  # the juries' second engine model (SmolLM2 as Q4_0)
 # Mermaid for the documentation site's diagrams (docs/hooks/mermaid.py serves it from the site: no CDN): the npm

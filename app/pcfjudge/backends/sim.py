@@ -130,6 +130,26 @@ CHAT_BIAS = 3.0
 CHAT_UNKNOWN = "Simulated answer: this prompt compares nothing the simulated judge recognises."
 
 
+def _schema_filled(response_format: str | None) -> str | None:
+    """An unrecognised prompt's answer as a JSON object of the shape its ``json_schema`` response format asks for (a
+    framework's follow-up call, such as DeepEval's reason rewrite, parses it), or None: no such format."""
+    try:
+        spec: Any = json.loads(response_format or "null")
+        schema = spec["json_schema"]["schema"] if spec["type"] == "json_schema" else None
+    except (ValueError, TypeError, KeyError):
+        return None
+    if not isinstance(schema, dict):
+        return None
+
+    def fill(node: Any) -> Any:
+        kind = node.get("type") if isinstance(node, dict) else None
+        if kind == "object":
+            return {name: fill(sub) for name, sub in node.get("properties", {}).items()}
+        return {"array": [], "integer": 0, "number": 0, "boolean": False, "null": None}.get(str(kind), CHAT_UNKNOWN)
+
+    return json.dumps(fill(schema))
+
+
 class SimJudge:
     """Deterministic judgments for listwise, pairwise and keyed calls."""
 
@@ -192,7 +212,8 @@ class SimJudge:
         """A chat call's answer, in its template's verdict format."""
         template = call.chat.verdicts if call.chat is not None else None
         if call.chat is None or template is None:
-            return CHAT_UNKNOWN
+            shaped = _schema_filled(call.chat.response_format) if call.chat is not None else None
+            return CHAT_UNKNOWN if shaped is None else shaped
         labels = call.chat.labels
         scores = self.scores(call, bias_scale=CHAT_BIAS, order_scale=0.0)
         if not template.pairwise:

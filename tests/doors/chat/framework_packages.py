@@ -13,11 +13,23 @@ and LiteLLM's model-cost map, read from its own package copy, never the internet
 * ``prometheus-eval`` (prometheus_eval 0.1.20): ``PrometheusEval.relative_grade`` with its ``LiteLLM`` model
   (``openai/<judge>``, ``api_base`` this server), its own prompt, retries and ``parser``.
 * ``litellm``: ``litellm.completion(model="openai/<judge>", api_base=...)`` with Arena-Hard-Auto's prompt.
+* ``rewardbench`` (rewardbench 0.1.4, in ``.venv/rewardbench``): ``generative.run_judge_pair``, its default prompt
+  (``MTBENCH_V2`` with ``prompt_v2``) in FastChat's ``chatgpt`` conversation, sent by its ``chat_completion_openai``
+  (the openai SDK's ``OpenAI()``, pointed here by ``OPENAI_BASE_URL``), read by its ``process_judgement``. It only
+  sends a model named in its ``OPENAI_MODEL_LIST``: the server names a one-judge jury after one (``REWARDBENCH_MODEL``).
+  ``rewardbench/generative.py`` is loaded from its file: the package's ``__init__`` imports torch and transformers
+  for the reward models, which the generative path does not use. Everything the module imports is installed.
+* ``deepeval`` (deepeval 4.3.1, in ``.venv/deepeval``: its pytest plugin stays out of the venv): ``ArenaGEval``
+  (``measure``, synchronous) with its ``OpenAIModel`` (``base_url`` this server; ``DEEPEVAL_MODEL``, a model whose
+  structured outputs it uses), its prompts, its JSON parsing and its reason rewrite. DeepEval shuffles the contestants
+  (and their masked names) itself with ``random``; seeded alike for both caller orders, it shows them in opposite
+  orders, so the two orders the test compares are the two orders the judge saw.
 """
 
 from __future__ import annotations
 
 import importlib.metadata
+import importlib.util
 import json
 import os
 import sys
@@ -27,6 +39,8 @@ from importlib.resources import files
 from typing import Any
 
 JUDGE = "sim:default"
+REWARDBENCH_MODEL = "gpt-4o-2024-08-06"  # in rewardbench's OPENAI_MODEL_LIST; the server's jury of JUDGE
+DEEPEVAL_MODEL = "gpt-4.1"  # DeepEval sends it response_format json_schema; the server's jury of JUDGE
 
 
 def _pkg_resources_stand_in() -> None:
@@ -102,16 +116,59 @@ def litellm_arena_hard(base: str, question: str, first: str, second: str) -> tup
     return {"A>>B": "first", "A>B": "first", "A=B": "tie", "B>A": "second", "B>>A": "second"}[str(label)], label
 
 
+def rewardbench(base: str, question: str, first: str, second: str) -> tuple[str, Any]:
+    spec = importlib.util.find_spec("rewardbench")
+    assert spec is not None and spec.origin is not None, "rewardbench is not on the path (.venv/rewardbench)"
+    path = os.path.join(os.path.dirname(spec.origin), "generative.py")
+    module_spec = importlib.util.spec_from_file_location("rewardbench_generative", path)
+    assert module_spec is not None and module_spec.loader is not None
+    generative = importlib.util.module_from_spec(module_spec)
+    module_spec.loader.exec_module(generative)
+    answer_a = [{"role": "user", "content": question}, {"role": "assistant", "content": first}]
+    answer_b = [{"role": "user", "content": question}, {"role": "assistant", "content": second}]
+    winner, _, judgment = generative.run_judge_pair(question, answer_a, answer_b, REWARDBENCH_MODEL)
+    assert winner in ("A", "B"), judgment  # process_judgement's "error": no [[A]] or [[B]] in the reply
+    return {"A": "first", "B": "second"}[winner], winner
+
+
+def deepeval(base: str, question: str, first: str, second: str) -> tuple[str, Any]:
+    import random
+
+    os.environ.update(DEEPEVAL_TELEMETRY_OPT_OUT="1", DEEPEVAL_DISABLE_DOTENV="1")
+    from deepeval.metrics import ArenaGEval
+    from deepeval.models import OpenAIModel
+    from deepeval.test_case import ArenaTestCase, Contestant, LLMTestCase, SingleTurnParams
+
+    model = OpenAIModel(model=DEEPEVAL_MODEL, base_url=f"{base}/v1", api_key="unused")
+    metric = ArenaGEval(
+        name="Helpfulness",
+        evaluation_params=[SingleTurnParams.INPUT, SingleTurnParams.ACTUAL_OUTPUT],
+        evaluation_steps=["Prefer the answer that responds to the input correctly and helpfully."],
+        model=model,
+        async_mode=False,
+    )
+    contestants = [
+        Contestant(name=name, test_case=LLMTestCase(input=question, actual_output=text))
+        for name, text in (("first", first), ("second", second))
+    ]
+    random.seed(0)  # DeepEval's own shuffle: the same draw for both caller orders shows them reversed
+    winner = metric.measure(ArenaTestCase(contestants=contestants), _show_indicator=False)
+    return winner, winner
+
+
 FRAMEWORKS: dict[str, Callable[[str, str, str, str], tuple[str, Any]]] = {
     "alpaca-eval-gpt4": alpaca_eval_gpt4,
     "weighted-alpaca-eval-gpt4-turbo": weighted_alpaca_eval_gpt4_turbo,
     "prometheus-eval": prometheus_eval,
     "litellm-arena-hard": litellm_arena_hard,
+    "rewardbench": rewardbench,
+    "deepeval": deepeval,
 }
 
 
 def main(framework: str, base: str, question: str, a: str, b: str) -> dict[str, Any]:
-    os.environ.update(OPENAI_API_BASE=f"{base}/v1", OPENAI_API_KEY="unused", LITELLM_LOCAL_MODEL_COST_MAP="True")
+    os.environ.update(OPENAI_API_BASE=f"{base}/v1", OPENAI_BASE_URL=f"{base}/v1", OPENAI_API_KEY="unused")
+    os.environ.update(LITELLM_LOCAL_MODEL_COST_MAP="True")
     _pkg_resources_stand_in()
     winners, parsed = [], []
     for first, second in ((a, b), (b, a)):

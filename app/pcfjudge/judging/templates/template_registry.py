@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from pcfjudge.judging.templates.alpaca_eval_templates import ALPACA_EVAL_CLF, ALPACA_EVAL_RANKING
 from pcfjudge.judging.templates.arena_hard_template import ARENA_HARD
+from pcfjudge.judging.templates.deepeval_template import DEEPEVAL_ARENA
 from pcfjudge.judging.templates.fastchat_templates import (
     MT_BENCH,
     MT_BENCH_MULTI_TURN,
@@ -30,6 +31,7 @@ TEMPLATES: tuple[Template, ...] = (
     ALPACA_EVAL_RANKING,
     PROMETHEUS_RELATIVE,
     JUDGEBENCH_VANILLA,
+    DEEPEVAL_ARENA,
 )
 BY_NAME = {t.name: t for t in TEMPLATES}
 
