@@ -125,6 +125,12 @@ class AccessAndSpend(BaseModel):
         description="Estimated input tokens (≈ characters / 4) of all of one request's calls: 1,000 documents that "
         "fill PCFJ_MAX_BODY_BYTES (about 2,000 characters each) in 252 windows of 16 estimate about 2.15 million.",
     )
+    max_cost_usd_per_request: float | None = Field(
+        default=None,
+        gt=0,
+        description="The most one judgment may cost at PCFJ_PRICES (every call's estimated input tokens and its output "
+        "cap), checked on its plan; unset: no cap. A model without a price is bounded by the call and token caps only.",
+    )
     allowed_models: list[str] | None = Field(
         default=None,
         description="Model strings clients may name (fnmatch patterns); unset: the configured defaults and sim:*.",

@@ -72,6 +72,11 @@ def refusal(reply: httpx.Response) -> tuple[int, str, str | None]:
 
 REFUSED = {  # what each door's request needs refused, and the settings that refuse it
     "over the per-request calls cap": (Settings(max_calls_per_request=1), "sim:default", "over_limit"),
+    "over the per-request cost cap": (
+        Settings(prices={"sim:default": (1_000.0, 1_000.0)}, max_cost_usd_per_request=0.01),
+        "sim:default",
+        "over_limit",
+    ),
     "a model off the allowlist": (Settings(allowed_models=["sim:default"]), "sim:oracle", "model_not_allowed"),
     "an empty juror": (Settings(), "sim:default,", "validation_error"),
     "an empty juror in a list": (Settings(), ["sim:default", ""], "validation_error"),

@@ -39,11 +39,11 @@ from pcfjudge.errors import Refusal
 from pcfjudge.judging import reliability
 from pcfjudge.judging.prompts import PromptStyle, listwise_version
 from pcfjudge.judging.window_rounds import budget_calls, least_calls
-from pcfjudge.security.guard import Guard
+from pcfjudge.security.guard import Guard, estimate_input_tokens
 from pcfjudge.settings import Settings
 from pcfjudge.telemetry import tracing
 from pcfjudge.telemetry.hooks import NOOP, Observer
-from pcfjudge.types import DecodingParams, Usage
+from pcfjudge.types import DecodingParams, Usage, usd
 
 
 class _Spent(Protocol):
@@ -156,8 +156,29 @@ class Judge:
         return plan_passes(task, model.string, self.params(model))
 
     def plan(self, task: Task) -> Plan[Task]:
-        """What judging ``task`` will do and may spend (``engine.plan``); the one place its calls are counted.
-        ``ModelError`` for a bad model; ``Refusal`` when rounds of windows cannot be paid for."""
+        """What judging ``task`` will do and may spend (``engine.plan``); the one place its calls are counted and
+        priced. ``ModelError`` for a bad model; ``Refusal`` when rounds of windows cannot be paid for."""
+        plan = self._plan(task)
+        if not self.settings.prices:
+            return plan
+        return replace(plan, price_usd=self.price(plan.jurors, plan.calls, plan.texts, plan.window))
+
+    def price(
+        self, jurors: Sequence[ResolvedModel], calls: int, texts: Sequence[str], window: int | None = None
+    ) -> float | None:
+        """The most ``calls`` over ``texts`` may cost: each juror's share of them, their estimated input tokens and
+        their output caps, at the juror's price (PCFJ_PRICES; None when a juror has none)."""
+        calls //= len(jurors)
+        tokens = estimate_input_tokens(texts, calls, window)
+        total = 0.0
+        for juror in jurors:
+            price = self.settings.prices.get(juror.string)
+            if price is None:
+                return None
+            total += usd(tokens, calls * self.params(juror).max_output_tokens, price)
+        return round(total, 6)
+
+    def _plan(self, task: Task) -> Plan[Task]:
         target = self._target(task.model)
         jury = target if isinstance(target, Jury) else None
         jurors = target.jurors if isinstance(target, Jury) else (target,)
@@ -195,7 +216,7 @@ class Judge:
         if self.guard is None:
             return
         self.allow(plan.jurors)
-        self.guard.check_plan(plan.calls, plan.texts, field=plan.field, window=plan.window)
+        self.guard.check_plan(plan.calls, plan.texts, field=plan.field, window=plan.window, price_usd=plan.price_usd)
 
     def allow(self, models: Sequence[ResolvedModel]) -> None:
         """Refuse (``Refusal``, 422 naming PCFJ_ALLOWED_MODELS) a model this judge's guard does not allow."""

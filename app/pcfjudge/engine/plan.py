@@ -1,5 +1,5 @@
-"""A judgment as a value: what it will do and may spend, built once from a task (``Judge.plan``), checked once
-(``Judge.check``: the model allowlist, the per-request call and token caps) and run by ``Judge.run``.
+"""A judgment as a value: what it will do and may spend (calls, input tokens, price), built once from a task (``Judge.plan``), checked once
+(``Judge.check``: the model allowlist, the per-request call, token and cost caps) and run by ``Judge.run``.
 
 Every front door builds its plan at intake, before it answers anything, so a request is refused the same way
 whether it is answered now, streamed or run as a job; a job's plan is rebuilt from its stored request when it runs.
@@ -44,6 +44,7 @@ class Plan(Generic[T]):
     field: str  # the request field a cap names when this plan is refused
     window: int | None = None  # ``windows``: the most candidates one call shows
     runs: RunPlan | None = None  # ``prompt`` by one model: its runs and cache keys, planned once
+    price_usd: float | None = None  # the most it may cost at PCFJ_PRICES (``Judge.plan``); None: a juror is unpriced
 
     @property
     def model(self) -> str:

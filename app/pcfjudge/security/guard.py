@@ -2,8 +2,9 @@
 
 * ``check_model``: the model must match ``PCFJ_ALLOWED_MODELS`` (fnmatch patterns; default: the configured default
   models and ``sim:*``), else 422 naming the allowlist;
-* ``check_plan``: at most ``PCFJ_MAX_CALLS_PER_REQUEST`` planned calls and ``PCFJ_MAX_INPUT_TOKENS_PER_REQUEST``
-  estimated input tokens, else 422 naming the cap and what the request would have needed;
+* ``check_plan``: at most ``PCFJ_MAX_CALLS_PER_REQUEST`` planned calls, ``PCFJ_MAX_INPUT_TOKENS_PER_REQUEST``
+  estimated input tokens and (when set) ``PCFJ_MAX_COST_USD_PER_REQUEST`` of the plan's price, else 422 naming the cap
+  and what the request would have needed;
 * ``charge``: the calling key's backend-calls-per-minute bucket (``PCFJ_QUOTA_CALLS_PER_MIN``) pays for every
   planned call up front (429 with Retry-After when it cannot); when the judgment ends it is settled to the attempts
   actually made (``security.spend``): calls it did not make (cache hits, calls shared with another request, runs it
@@ -69,7 +70,15 @@ class Guard:
             field="model",
         )
 
-    def check_plan(self, calls: int, texts: Sequence[str], *, field: str = "k", window: int | None = None) -> None:
+    def check_plan(
+        self,
+        calls: int,
+        texts: Sequence[str],
+        *,
+        field: str = "k",
+        window: int | None = None,
+        price_usd: float | None = None,
+    ) -> None:
         s = self.settings
         if calls > s.max_calls_per_request:
             fix = "lower k or executions" if window is None else "send fewer candidates or lower k (rounds of windows)"
@@ -86,6 +95,14 @@ class Guard:
                 f"this request needs about {tokens} input tokens; the limit is {s.max_input_tokens_per_request} per "
                 "request (PCFJ_MAX_INPUT_TOKENS_PER_REQUEST); send shorter texts, fewer candidates or a lower k",
                 field="candidates",
+            )
+        cap = s.max_cost_usd_per_request
+        if cap is not None and price_usd is not None and price_usd > cap:
+            raise Refusal(
+                "over_limit",
+                f"{field}: this request may cost up to ${price_usd:.4f} at PCFJ_PRICES; the limit is ${cap:g} per "
+                "request (PCFJ_MAX_COST_USD_PER_REQUEST); lower k, send fewer candidates or shorter texts",
+                field=field,
             )
 
     async def charge(self, calls: int) -> Charge:

@@ -132,11 +132,14 @@ def plan(s: Settings, judge: Judge, options: RewardOptions, items: Sequence[Item
             "per request or lower k"
         )
         raise ApiError("over_limit", detail, field=field)
-    judge.allow(model.jurors if isinstance(model, Jury) else (model,))
+    jurors = model.jurors if isinstance(model, Jury) else (model,)
+    judge.allow(jurors)
     if judge.guard is not None:  # each group is one judgment: its plan is checked as Judge.check will check it
         for g in groups:
             window = s.max_candidates if members(g, size) > s.max_candidates else None
-            judge.guard.check_plan(planned_calls(g, size, s), [g.spec.prompt, *g.texts], field=field, window=window)
+            calls, texts = planned_calls(g, size, s), [g.spec.prompt, *g.texts]
+            price = judge.price(jurors, calls * len(jurors), texts, window) if s.prices else None  # calls: a juror's
+            judge.guard.check_plan(calls, texts, field=field, window=window, price_usd=price)
     return Plan(model.string, options.reward, size, wait_ms / 1000, groups, where, list(items))
 
 
