@@ -18,6 +18,9 @@ LABELS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 """Displayed candidate labels by position (the prompt's A, B, …); at most 26 candidates."""
 
 CallKind = Literal["listwise", "pairwise", "keyed", "chat"]
+Priority = Literal["interactive", "stream", "background"]
+"""The class of work a call serves: call slots and a fleet's rate budget go to the highest first."""
+PRIORITIES: tuple[Priority, ...] = ("interactive", "stream", "background")
 """``chat``: a caller's own chat messages, sent as they are (the chat door, ``POST /v1/chat/completions``)."""
 Dialect = Literal[
     "json_schema",

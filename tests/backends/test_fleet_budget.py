@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+from dataclasses import replace
 
 import pytest
 from pcfjudge.backends.budget import Ask, Grant, MemoryBudget, RedisBudget
@@ -118,8 +119,8 @@ async def test_scarce_budget_goes_to_an_interactive_call_before_background_calls
     loop = asyncio.get_running_loop()
 
     async def call(label: str, priority: Priority) -> None:
-        async with slots.slot(priority=priority):  # the class the fleet reads: the slot's, as the runner holds it
-            await fleet.complete(listwise_call(), until=loop.time() + 10.0)
+        async with slots.slot(priority=priority):  # the class, on the call as the runner sends it
+            await fleet.complete(replace(listwise_call(), priority=priority), until=loop.time() + 10.0)
         served.append(label)
 
     try:
@@ -147,7 +148,7 @@ async def test_a_call_behind_a_higher_class_past_its_deadline_is_shed() -> None:
 
     async def call(priority: Priority, seconds: float) -> None:
         async with slots.slot(priority=priority):
-            await fleet.complete(listwise_call(), until=loop.time() + seconds)
+            await fleet.complete(replace(listwise_call(), priority=priority), until=loop.time() + seconds)
 
     direct = asyncio.create_task(call("interactive", 10.0))  # waits for the block to end
     await asyncio.sleep(0.02)

@@ -85,3 +85,29 @@ def test_below_quorum_rate_limits_map_to_503_with_retry_after() -> None:
     result = run_task(backend, k=3, max_retries=0)
     assert isinstance(result, JudgingFailed)
     assert result.status == 503 and result.kind == "backend_overloaded" and result.retry_after == 7.0
+
+
+def test_a_calls_class_reaches_the_backend_on_the_call() -> None:
+    """The runner sends each call with the class of the work it serves (a fleet's rate budget reads it there)."""
+    from pcfjudge.engine.progress import Watch
+
+    seen: list[str] = []
+
+    class Recording(Scripted):
+        async def complete(self, call: JudgeCall, until: float | None = None) -> Completion:
+            seen.append(call.priority)
+            return await super().complete(call, until)
+
+    async def main() -> None:
+        services = Services.build(Settings(retry_base_s=0.0))
+        services.registry.backends["sim"] = Recording({})
+        try:
+            for priority in ("interactive", "background"):
+                task = ListwiseTask(f"q {priority}", ["a", "b"], ["x", "y"], k=2, weights=PRESETS["proposed"])
+                judge = services.judge.using(timeout_s=5)
+                await judge.run(judge.checked(task), Watch(priority=priority))
+        finally:
+            await services.aclose()
+
+    asyncio.run(main())
+    assert seen == ["interactive", "interactive", "background", "background"]

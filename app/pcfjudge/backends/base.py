@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from pcfjudge.types import CallKind, DecodingParams, Usage
+from pcfjudge.types import CallKind, DecodingParams, Priority, Usage
 
 ORACLE_ABSENT = -1
 """``JudgeCall.oracle_position`` of a window that does not show the truly best candidate (sim:oracle)."""
@@ -71,6 +71,7 @@ class JudgeCall:
     )
     reference: str | None = None  # the gold answer a reference-aware prompt grades against
     chat: ChatPayload | None = None  # kind "chat": the messages to send instead of system + user
+    priority: Priority = "interactive"  # the class of the work it serves (the runner's; a fleet's budget reads it)
 
     @property
     def user(self) -> str:

@@ -7,8 +7,9 @@ Each call goes to one endpoint, chosen per attempt:
 * **budget first** (``budget``): the endpoint's rpm, tpm and calls at once, in Redis for every replica with
   PCFJ_REDIS_URL. An endpoint out of budget is passed over; when every endpoint is, the call waits for the soonest
   budget within its deadline (``until``, the runner's), or is shed at once (``Shed``: 503 with Retry-After) before it
-  spends anything. Waiting calls take budget highest class first, as call slots are given (``slots.HELD``: the class
-  of the slot the call holds): while a call of a higher class waits for budget, a lower class's call takes none;
+  spends anything. Waiting calls take budget highest class first, as call slots are given (``JudgeCall.priority``:
+  the class of the work the call serves): while a call of a higher class waits for budget, a lower class's call takes
+  none;
 * **cooldown**: after ``allowed_fails`` consecutive failures (connection errors, 5xx, 429/503/529, timeouts) an
   endpoint is left alone for ``cooldown_s`` (PCFJ_FLEET_ALLOWED_FAILS, PCFJ_FLEET_COOLDOWN_S), then one call probes
   it: an answer brings it back, a failure cools it down again;
@@ -43,7 +44,7 @@ from pcfjudge.backends.base import (
 )
 from pcfjudge.backends.budget import Ask, Budget
 from pcfjudge.backends.models_file import EndpointSpec, FleetSpec
-from pcfjudge.backends.slots import HELD, PRIORITIES, Priority, Shed
+from pcfjudge.backends.slots import PRIORITIES, Priority, Shed
 from pcfjudge.telemetry import metrics
 
 log = logging.getLogger(__name__)
@@ -160,7 +161,7 @@ class FleetBackend:
         loop = asyncio.get_running_loop()
         tokens = _estimate(call)
         lease = f"{self._replica}-{next(_leases)}"
-        priority = HELD.get()
+        priority = call.priority
         above = PRIORITIES[: PRIORITIES.index(priority)]
         waited_from: float | None = None
         counted = False  # in ``_waiting`` (from its first wait for budget)

@@ -42,23 +42,18 @@ import asyncio
 import math
 from collections import deque
 from collections.abc import Iterator
-from contextvars import ContextVar, Token
 from itertools import zip_longest
-from typing import Literal
 
 from pcfjudge.backends.base import BackendError, BackendTimeout
+from pcfjudge.types import PRIORITIES as PRIORITIES  # re-exported: the classes, highest first: direct requests,
+from pcfjudge.types import Priority as Priority  # server-sent events, jobs/eval/calibration
 
 EWMA_WEIGHT = 0.2  # weight of the newest measured call in the latency mean
 CENSORED_WEIGHT = 0.5  # weight of a call that ended without an answer after longer than the mean
 SPARE = 0.1  # admission and shedding keep this share of a request's time left to spare
 TICK_S = 0.1  # how often waiting calls are checked against their deadlines (sooner when one is about to be hopeless)
 MIN_TICK_S = 0.005
-
-Priority = Literal["interactive", "stream", "background"]
-PRIORITIES: tuple[Priority, ...] = ("interactive", "stream", "background")
-"""The classes, highest first: direct requests, server-sent events, jobs/eval/calibration."""
 ANYONE = "anonymous"  # the key of a call made outside any request (as ``pcfjudge.context.ANONYMOUS``)
-HELD: ContextVar[Priority] = ContextVar("pcfj_held", default="interactive")  # the class of the slot this task holds
 
 
 class Saturated(BackendError):
@@ -289,8 +284,7 @@ class Slots:
 
 
 class _Slot:
-    __slots__ = ("_deadline", "_held", "_key", "_slots", "priority")
-    _held: Token[Priority]  # HELD's value before this slot (set while it is held: a fleet's budget waits read it)
+    __slots__ = ("_deadline", "_key", "_slots", "priority")
 
     def __init__(self, slots: Slots, deadline: float, priority: Priority, key: str) -> None:
         self._slots, self._deadline, self.priority, self._key = slots, deadline, priority, key
@@ -298,10 +292,8 @@ class _Slot:
     async def __aenter__(self) -> None:
         await self._slots._acquire(self._deadline, self.priority, self._key)
         self._slots._started(self, asyncio.get_running_loop().time())
-        self._held = HELD.set(self.priority)
 
     async def __aexit__(self, kind: type[BaseException] | None, *_: object) -> None:
-        HELD.reset(self._held)
         if kind is None:
             outcome = "answered"
         elif issubclass(kind, TimeoutError | asyncio.CancelledError | BackendTimeout):

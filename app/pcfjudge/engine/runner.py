@@ -336,7 +336,8 @@ async def _attempt(
             refused = by.meter.try_call() if by.meter is not None else None  # every attempt counted; none past it
             if refused is not None:
                 raise OverLimit(f"the request's backend calls ({refused}) are spent; no retry left")
-            return await model.backend.complete(spec.call, until=by.until)
+            call = spec.call if by.priority == "interactive" else replace(spec.call, priority=by.priority)
+            return await model.backend.complete(call, until=by.until)
 
 
 _CUT = "the caller's deadline passed before this run finished (it goes on into the cache unless cancelled)"
