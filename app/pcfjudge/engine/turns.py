@@ -1,9 +1,8 @@
 """Turns of the event loop for the calls' CPU, so that large judgments share the loop with every other request.
 
-Hundreds of calls start in one turn of the loop (a round of windows) and answer in one turn (a provider's batch), and
-the loop runs every ready task before it polls for I/O again: four 1,000-candidate reranks made turns of ~100 ms, and
-``/healthz`` and warm hits waited behind them (``pcfjudge bench loop``, docs/performance.md). ``take()`` lets at most
-``PER_TURN`` such steps run in a turn; the others wait, first come first served, for the next turns.
+Hundreds of calls start in one turn (a round of windows) and answer in one (a provider's batch); the loop runs every
+ready task before it polls again: four 1,000-candidate reranks made ~100 ms turns that ``/healthz`` waited behind
+(docs/performance.md). ``take()`` lets ``PER_TURN`` such steps run a turn; the rest wait, in order, for the next.
 """
 
 from __future__ import annotations
