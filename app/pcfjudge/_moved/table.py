@@ -1,9 +1,5 @@
-"""Import aliases for the modules that moved in 0.2 (the layered layout) and 0.3 (door folders), kept for one release.
-
-``import pcfjudge.api.schemas.listwise`` (and ``from pcfjudge.judge import Judge``, ``pcfjudge.tooling.eval``, …) still
-works: the old name is a module that forwards every attribute to the new one (the same objects), after a
-``DeprecationWarning`` naming the new import. Nothing in the package imports an old name; ``pcfjudge/__init__.py``
-installs the finder.
+"""The old names and where they live now (``MOVED``), and the alias modules that forward to them (``spec_for``):
+loaded by ``pcfjudge._moved``'s finder the first time an old name is imported, never otherwise.
 """
 
 from __future__ import annotations
@@ -12,7 +8,6 @@ import importlib
 import importlib.abc
 import importlib.machinery
 import importlib.util
-import sys
 import warnings
 from types import ModuleType
 from typing import Any
@@ -84,19 +79,14 @@ class _Alias(importlib.abc.Loader):
             module.__path__ = []
 
 
-class _Finder(importlib.abc.MetaPathFinder):
-    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> importlib.machinery.ModuleSpec | None:
-        new = new_name(fullname)
-        if new is None:
-            return None
-        found = importlib.util.find_spec(new)
-        if found is None:
-            return None
-        return importlib.machinery.ModuleSpec(
-            fullname, _Alias(new), is_package=found.submodule_search_locations is not None
-        )
-
-
-def install() -> None:
-    if not any(isinstance(f, _Finder) for f in sys.meta_path):
-        sys.meta_path.append(_Finder())
+def spec_for(fullname: str) -> importlib.machinery.ModuleSpec | None:
+    """An alias module's spec for an old name (None: not an old name, or its new module is not installed)."""
+    new = new_name(fullname)
+    if new is None:
+        return None
+    found = importlib.util.find_spec(new)
+    if found is None:
+        return None
+    return importlib.machinery.ModuleSpec(
+        fullname, _Alias(new), is_package=found.submodule_search_locations is not None
+    )
