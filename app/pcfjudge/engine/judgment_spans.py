@@ -2,6 +2,11 @@
 ``Judge.run`` awaits every judgment in ``traced`` (this module is imported only then). With tracing off the wrapper
 only awaits the method.
 
+The span is made from the judgment's events (``spans.Judgment``): the first ``calling`` (the runner is about to wait
+for calls: its own or another request's in flight) starts it, dated from the judgment's start; a judgment the cache
+answers whole makes none, and is one event of the same name and attributes on the request's span (measured: a second
+span per warm request was most of what tracing cost it, docs/operations/tracing.md).
+
 Attributes: ``gen_ai.request.model`` (the model string a front door resolved, ``provider:model``, or the jury's name,
 with ``pcfjudge.jurors``), ``pcfjudge.k`` and ``pcfjudge.candidates`` (``pcfjudge.cache_mode`` when not "use") at the start; at the end
 ``pcfjudge.runs.ok`` / ``.failed`` (runs or passes), ``pcfjudge.backend_calls``, ``pcfjudge.cache_hits``,
@@ -15,17 +20,14 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from functools import partial
-from typing import TYPE_CHECKING, TypeVar
+from typing import TypeVar
 
 from pcfjudge.backends.registry import Jury, ResolvedModel
 from pcfjudge.engine.chat_values import ChatResult, ChatTask
 from pcfjudge.engine.listwise_runs import ListwiseResult, ListwiseTask
 from pcfjudge.engine.pairwise_passes import PairwiseResult, PairwiseTask
 from pcfjudge.engine.progress import RunEvent, Watch
-from pcfjudge.telemetry import tracing
-
-if TYPE_CHECKING:
-    from opentelemetry.trace import Span
+from pcfjudge.telemetry import spans, tracing
 
 R = TypeVar("R", ListwiseResult, PairwiseResult, ChatResult)
 
@@ -33,33 +35,39 @@ R = TypeVar("R", ListwiseResult, PairwiseResult, ChatResult)
 async def traced(
     task: ListwiseTask | PairwiseTask | ChatTask, watch: Watch, judgment: Callable[[Watch], Awaitable[R]]
 ) -> R:
-    """Await ``judgment(watch)`` (of ``task``) in the judgment's span, ``judge listwise`` / ``pairwise`` / ``chat``,
-    which hears its light events; with tracing off, only await it."""
+    """Await ``judgment(watch)`` (of ``task``) as ``judge listwise`` / ``pairwise`` / ``chat``, made from the events
+    it hears (``spans.Judgment``): a span once it waits for calls, else one event on the request's span; with
+    tracing off, only await it."""
     if not tracing.on():
         return await judgment(watch)
     name = "chat" if isinstance(task, ChatTask) else "pairwise" if isinstance(task, PairwiseTask) else "listwise"
     started = task_attributes(task)
-    with tracing.judgment(f"judge {name}", started) as span:
-        try:
-            result = await judgment(watch.observed(partial(_heard, span)))
-        except Exception as exc:
-            tracing.failed(span, str(getattr(exc, "kind", "") or type(exc).__name__))
-            raise
-        tracing.annotate(span, result_attributes(result, "gen_ai.request.model" in started))
-        return result
+    span = spans.Judgment(f"judge {name}", started)
+    try:
+        result = await judgment(watch.observed(partial(_heard, span)))
+    except Exception as exc:
+        span.ended({}, str(getattr(exc, "kind", "") or type(exc).__name__))
+        raise
+    except BaseException:  # cancelled: the span, if any, ends unmarked
+        span.ended({})
+        raise
+    span.ended(result_attributes(result, "gen_ai.request.model" in started, cached=span.span is None))
+    return result
 
 
-_SPAN_EVENTS = {"cached": "cache hit", "round": "round finished", "juror": "juror finished", "stopped": "stopped"}
+_SPAN_EVENTS = {"cached": "cache hit", "round": "round finished", "juror": "juror finished"}
 
 
-def _heard(span: Span, event: RunEvent) -> None:
-    """A light event of the judgment (``progress.LIGHT``), as an event on its span: ``cache hit`` (the runs one
-    lookup answered), ``round finished``, ``juror finished``, ``stopped`` (the span's attributes say how it ended:
-    the event is left out)."""
-    name = _SPAN_EVENTS.get(event.kind)
-    if name is None or event.kind == "stopped":
+def _heard(span: spans.Judgment, event: RunEvent) -> None:
+    """A light event of the judgment (``progress.LIGHT``): ``calling`` makes its span; ``cache hit`` (the runs one
+    lookup answered), ``round finished`` and ``juror finished`` are events on it (``stopped`` is not: the span's
+    attributes say how it ended)."""
+    if event.kind == "calling":
+        span.calling()
         return
-    tracing.event(span, name, {f"pcfjudge.{k}": v for k, v in event.data.items() if isinstance(v, str | int | float)})
+    name = _SPAN_EVENTS.get(event.kind)
+    if name is not None:
+        span.event(name, {f"pcfjudge.{k}": v for k, v in event.data.items() if isinstance(v, str | int | float)})
 
 
 def task_attributes(task: ListwiseTask | PairwiseTask | ChatTask) -> tracing.Attributes:
@@ -90,18 +98,20 @@ def task_attributes(task: ListwiseTask | PairwiseTask | ChatTask) -> tracing.Att
     return out
 
 
-def result_attributes(result: ListwiseResult | PairwiseResult | ChatResult, named: bool = False) -> tracing.Attributes:
-    """What a judgment did (``named``: its model was named at the start already). Each attribute costs a little
-    to record and more to export (docs/operations/tracing.md): what a field of the response already says in another
-    way (``degraded``: some run failed) is left out."""
-    runs = result.passes if isinstance(result, PairwiseResult) else result.runs
-    failed = sum(1 for r in runs if r.error)
-    out: tracing.Attributes = {
-        "pcfjudge.runs.ok": len(runs) - failed,
-        "pcfjudge.runs.failed": failed,
-        "pcfjudge.backend_calls": result.backend_calls,
-        "pcfjudge.cache_hits": result.cache_hits,
-    }
+def result_attributes(
+    result: ListwiseResult | PairwiseResult | ChatResult, named: bool = False, *, cached: bool = False
+) -> tracing.Attributes:
+    """What a judgment did (``named``: its model was named at the start already; ``cached``: the cache answered
+    every run, so its runs are its cache hits and it made no call and had no failure: only ``pcfjudge.cache_hits``
+    says so). Each attribute costs a little to record and more to export (docs/operations/tracing.md): what a field
+    of the response already says in another way (``degraded``: some run failed) is left out."""
+    out: tracing.Attributes = {"pcfjudge.cache_hits": result.cache_hits}
+    if not cached:
+        runs = result.passes if isinstance(result, PairwiseResult) else result.runs
+        failed = sum(1 for r in runs if r.error)
+        out["pcfjudge.runs.ok"] = len(runs) - failed
+        out["pcfjudge.runs.failed"] = failed
+        out["pcfjudge.backend_calls"] = result.backend_calls
     if not named:
         out["gen_ai.request.model"] = result.model
     if result.stopped is not None:

@@ -11,7 +11,7 @@ watch differs.
   window) finishes — from the cache or the backend — with where the judgment stands (``pass`` for pairwise), and the
   light events below.
 * ``observers``: hear the light events only (traces, metrics), which cost nothing to make: ``cached`` (the runs a
-  cache lookup answered), ``round`` (a round of windows finished), ``juror`` (a juror's judgment finished) and
+  cache lookup answered), ``calling`` (the runs a cache lookup did not answer, about to be waited for), ``round`` (a round of windows finished), ``juror`` (a juror's judgment finished) and
   ``stopped`` (the judgment ended, and why). ``Judge.run`` adds its own.
 * ``on_outcome``: called with each call's outcome as it finishes, cache hits first (a job's progress).
 * ``meter``: the backend attempts of the whole request (``spend.Meter``; a reward request's, over all its groups);
@@ -45,12 +45,12 @@ class AnswerBy:
 class RunEvent:
     """One event of a judgment (module docstring): JSON-ready ``data`` shaped by its kind."""
 
-    kind: str  # "run" (listwise), "pass" (pairwise), "cached", "round", "juror" or "stopped"
+    kind: str  # "run" (listwise), "pass" (pairwise), "cached", "calling", "round", "juror" or "stopped"
     data: dict[str, Any]
 
 
 Listener = Callable[[RunEvent], None]
-LIGHT = frozenset({"cached", "round", "juror", "stopped"})
+LIGHT = frozenset({"cached", "calling", "round", "juror", "stopped"})
 """The events observers hear (``Watch.announce``); ``run`` and ``pass`` carry the consensus so far, made only for a
 listener (``Watch.emit``)."""
 OutcomeHook = Callable[[CallSpec, CallOutcome], None]
@@ -83,7 +83,7 @@ class Watch:
 
     def observed(self, observer: Listener) -> Watch:
         """This watch, ``observer`` also hearing its light events."""
-        return replace(self, observers=(*self.observers, observer))
+        return self.until_at(self.until, observer)
 
     @property
     def heard(self) -> bool:

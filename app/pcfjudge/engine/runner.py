@@ -117,6 +117,8 @@ class Runner:
         misses = [i for i, o in enumerate(outcomes) if o is None]
         if not misses:
             return [o for o in outcomes if o is not None]
+        if watch.heard:  # before any call task exists: a judgment's span, made now, is the parent of its calls
+            watch.announce("calling", {"model": model.string, "runs": len(misses)})
         loop = asyncio.get_running_loop()
         # The caller's deadline (``answer_by``): wait until it, and let the calls go on to the request's own deadline.
         wait_until = deadline if answer is None else min(deadline, answer.at)
@@ -225,9 +227,9 @@ class Runner:
             return await self._attempts(spec, model, by, cache_mode)
         params = spec.call.params
         provider = getattr(model.backend, "provider", model.provider)  # the wire's: openai for an engine too
-        with tracing.backend_call(
-            provider, model.name, model.string, params.temperature, params.max_output_tokens
-        ) as call:
+        from pcfjudge.telemetry.spans import backend_call  # loaded only with tracing on
+
+        with backend_call(provider, model.name, model.string, params.temperature, params.max_output_tokens) as call:
             outcome = await self._attempts(spec, model, by, cache_mode)
             call.ended(outcome.error, outcome.usage)
         return outcome

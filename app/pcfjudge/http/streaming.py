@@ -61,13 +61,13 @@ def _streaming(watch: Watch) -> Priority:
 
 
 def _streamed(queue: asyncio.Queue[RunEvent | object], event: RunEvent) -> None:
-    """The events a stream sends: all but ``cached`` (its runs' events say it) and ``stopped`` (the ``result`` or
-    ``error`` event that follows says how the judgment ended)."""
+    """The events a stream sends: all but ``cached`` and ``calling`` (its runs' events say it) and ``stopped`` (the
+    ``result`` or ``error`` event that follows says how the judgment ended)."""
     if event.kind not in _UNSENT:
         queue.put_nowait(event)
 
 
-_UNSENT = frozenset({"cached", "stopped"})
+_UNSENT = frozenset({"cached", "calling", "stopped"})
 
 
 async def _events(

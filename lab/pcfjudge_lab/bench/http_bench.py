@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import statistics
 import tempfile
 import time
 import uuid
@@ -55,6 +56,7 @@ class HttpBench:
     warm_items: int = 64
     warm_requests: int = 20_000  # at warm_concurrency
     warm_concurrency: int = 32
+    warm_rounds: int = 8  # alternating slices of warm hits and the echo (``Run.beside_echo``)
     single_requests: int = 2000  # warm, one at a time (p50)
     rss_requests: int = 100_000  # warm requests before the second RSS reading
     workers: tuple[int, ...] = (1, 2)
@@ -150,6 +152,30 @@ class Run:
     def populate(self, passes: int = 1) -> LoadResult:
         b = self.bench
         return _load(self.stack.url, self.warm_body, b.warm_items * passes, min(b.warm_concurrency, b.warm_items))
+
+    def beside_echo(self, requests: int, concurrency: int, rounds: int) -> None:
+        """Warm hits and the echo in ``rounds`` alternating slices of ``requests / rounds`` each (the first of each
+        pair alternating too), so a shared machine's drift in speed falls on both: ``warm_32`` and ``echo_32`` hold
+        each one's median rate over its slices and its CPU per request over all of them, ``warm_ratio_rounds`` the
+        ratio of each pair."""
+        rounds = max(1, min(rounds, requests))
+        slices: dict[str, list[dict[str, Any]]] = {"warm_32": [], "echo_32": []}
+        for i in range(rounds):
+            per = requests // rounds + (1 if i < requests % rounds else 0)
+            for name in ("echo_32", "warm_32") if i % 2 == 0 else ("warm_32", "echo_32"):
+                (self.echo if name == "echo_32" else self.warm)(name, per, concurrency)
+                slices[name].append(self.out[name])
+        for name, measured in slices.items():
+            self.out[name] = {
+                **measured[-1],
+                "requests_per_s": statistics.median(m["requests_per_s"] for m in measured),
+                "cpu_us_per_request": statistics.fmean(m["cpu_us_per_request"] for m in measured),
+                "backend_calls": sum(m.get("backend_calls", 0) for m in measured),
+                "ok": sum(m["ok"] for m in measured),
+            }
+        self.out["warm_ratio_rounds"] = [
+            w["requests_per_s"] / e["requests_per_s"] for w, e in zip(slices["warm_32"], slices["echo_32"], strict=True)
+        ]
 
     def start_echo(self, response: bytes) -> None:
         self.stack.start_echo(json.loads(response))
@@ -249,8 +275,7 @@ def _first_worker_count(r: Run, bench: HttpBench) -> None:
     done = 1000
     if "warm" in only:
         r.start_echo(warm.last_body)  # the bare FastAPI echo answers with the service's own warm response
-        r.echo("echo_32", bench.warm_requests, bench.warm_concurrency)
-        r.warm("warm_32", bench.warm_requests, bench.warm_concurrency)
+        r.beside_echo(bench.warm_requests, bench.warm_concurrency, bench.warm_rounds)
         r.echo("echo_1", bench.single_requests, 1)
         r.warm("warm_1", bench.single_requests, 1)
         done += bench.warm_requests + bench.single_requests

@@ -237,6 +237,12 @@ def format_report(result: dict[str, Any]) -> str:
             f"server CPU per warm request at 32 concurrent: {service:,.0f} µs, the echo's {echo:,.0f} µs "
             f"(echo / service {echo / service:.2f})"
         )
+    if "warm_ratio_rounds" in w1:
+        rounds = w1["warm_ratio_rounds"]
+        notes.append(
+            f"warm / echo req/s in {len(rounds)} alternating slices: {', '.join(f'{x:.2f}' for x in rounds)} "
+            "(the table: each one's median rate)"
+        )
     if c.get("only", PHASES) != list(PHASES):
         notes.append(f"phases run (--only): {','.join(c['only'])}")
     lines += ["", "; ".join(notes)]

@@ -8,7 +8,8 @@
   parser accepts), is a 422 naming it (checked in one pass of the C parser with hooks, before the app parses it);
   so is one nested deeper than ``PCFJ_MAX_JSON_DEPTH`` (64), found before any parser recurses into it (``json_depth``:
   Python's parser would raise RecursionError, a 500, at about a thousand levels). A body is JSON to these checks when
-  its content type says so or it has none (FastAPI parses both);
+  its content type says so or it has none; with a JSON content type, the value that one parse made is what the
+  routes validate (``http.read_body``: FastAPI does not parse the body again);
 * once the body is read, the connection is watched: when the client disconnects, the request's task is cancelled,
   and with it every backend call no other request is waiting for (see ``Runner.run``). The watch starts after
   ``WATCH_AFTER_S`` (50 ms), so a request answered sooner (a cache hit) costs no extra task.
@@ -23,11 +24,13 @@ import itertools
 import json
 import math
 import re
+from collections.abc import Callable
 from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from pcfjudge.http.error_handlers import json_response
+from pcfjudge.http.read_body import NOT_PARSED, READ
 
 WATCH_AFTER_S = 0.05
 """A request still running after this long gets a task watching for its client's disconnect."""
@@ -58,52 +61,57 @@ class BodyMiddleware:
         if length is not None and length.isdigit() and int(length) > self.max_bytes:
             await self._reject(413, "body_too_large", self._too_large(), scope, send)
             return
-        deadline_s = self._deadline_s(scope)
+        clock = _Clock(asyncio.get_running_loop(), self.body_timeout_s, self._deadline_s(scope))
         try:
-            body = await self._read(receive, deadline_s)
+            body = await self._read(receive, clock)
         except TimeoutError as exc:
+            clock.stop()
             detail = str(exc) or f"the request body did not arrive within {self.body_timeout_s:g}s; send it at once"
             await self._reject(408, "body_timeout", detail, scope, send)
             return
-        if body is None:
-            await self._reject(413, "body_too_large", self._too_large(), scope, send)
-            return
-        if not isinstance(body, bytes):  # the client left while sending
-            return
-        problem = strict_json_problem(body, self.max_depth) if body and _json_body(scope) else None
-        if problem is not None:
-            await self._invalid(problem, scope, send)
-            return
-        await self._run_until_disconnect(scope, body, receive, send)
+        except BaseException:
+            clock.stop()
+            raise
+        problem, parsed = None, NOT_PARSED
+        if isinstance(body, bytes) and body and (json_type := _json_body(scope)) is not False:
+            problem, parsed = strict_json(body, self.max_depth)
+            parsed = parsed if json_type else NOT_PARSED  # without a content type FastAPI does not parse it
+        if not isinstance(body, bytes) or problem is not None:
+            clock.stop()
+            if body is None:
+                await self._reject(413, "body_too_large", self._too_large(), scope, send)
+            elif problem is not None:
+                await self._invalid(problem, scope, send)
+            return  # or the client left while sending
+        scope[READ] = (body, parsed)
+        await self._run_until_disconnect(scope, body, receive, send, clock)
 
     def _deadline_s(self, scope: Scope) -> float:
         if self.body_deadline_s is not None:
             return self.body_deadline_s
         services = getattr(getattr(scope.get("app"), "state", None), "services", None)
-        deadline: float = getattr(getattr(services, "settings", None), "body_deadline_s", math.inf)
-        return deadline
+        if services is None:  # the app has not started (yet): no deadline of its own
+            return math.inf
+        self.body_deadline_s = services.settings.body_deadline_s  # read once: the app's settings do not change
+        return math.inf if self.body_deadline_s is None else self.body_deadline_s
 
-    async def _read(self, receive: Receive, deadline_s: float = math.inf) -> bytes | Message | None:
+    async def _read(self, receive: Receive, clock: _Clock) -> bytes | Message | None:
         """The whole body; None when it is too large; the disconnect message if the client left. ``TimeoutError``
-        when a chunk is later than ``body_timeout_s`` or the whole body later than ``deadline_s``."""
+        when ``clock`` cut the read off: a chunk later than ``body_timeout_s``, or the whole body later than its
+        deadline."""
         chunks: list[bytes] = []
         seen = 0
-        loop = asyncio.get_running_loop()
-        give_up = loop.time() + deadline_s
-        late = f"the request body did not arrive within {deadline_s:g}s in all (PCFJ_BODY_DEADLINE_S); send it at once"
         while True:
-            left = give_up - loop.time()
-            if left <= 0:
-                raise TimeoutError(late)
             try:
-                async with asyncio.timeout(min(self.body_timeout_s, left)):
-                    message = await receive()
-            except TimeoutError:
-                if left < self.body_timeout_s:
-                    raise TimeoutError(late) from None
-                raise
+                message = await receive()
+            except asyncio.CancelledError:
+                late = clock.expired()
+                if late is None:
+                    raise  # cancelled from outside
+                raise TimeoutError(late) from None
             if message["type"] != "http.request":
                 return message
+            clock.chunk()
             chunk = message.get("body", b"")
             seen += len(chunk)
             if seen > self.max_bytes:
@@ -112,14 +120,14 @@ class BodyMiddleware:
             if not message.get("more_body", False):
                 return b"".join(chunks)
 
-    async def _run_until_disconnect(self, scope: Scope, body: bytes, receive: Receive, send: Send) -> None:
+    async def _run_until_disconnect(
+        self, scope: Scope, body: bytes, receive: Receive, send: Send, clock: _Clock
+    ) -> None:
         """Run the app in this task; a watcher cancels it if the client disconnects while it runs.
 
-        The watcher (a task reading ``receive``) starts only once the request has run ``WATCH_AFTER_S``, or when the
-        app itself asks for the next message: a request answered at once (a cache hit) starts no task at all."""
-        task = asyncio.current_task()
-        assert task is not None
-        loop = asyncio.get_running_loop()
+        The watcher (a task reading ``receive``) starts only once the request has run ``WATCH_AFTER_S`` (``clock``),
+        or when the app itself asks for the next message: a request answered at once (a cache hit) starts no task."""
+        task, loop = clock.task, clock.loop
         delivered = running = False
         left = False  # the watcher saw the client go and cancelled the app
         disconnected = asyncio.Event()
@@ -148,7 +156,7 @@ class BodyMiddleware:
             await disconnected.wait()
             return {"type": "http.disconnect"}
 
-        timer = loop.call_later(WATCH_AFTER_S, start_watching)
+        clock.running(start_watching)
         running = True
         try:
             await self.app(scope, replay, send)  # the app's own exception goes on to the request middleware
@@ -157,7 +165,7 @@ class BodyMiddleware:
                 raise  # cancelled from outside (the server is stopping): not ours to swallow
         finally:
             running = False
-            timer.cancel()
+            clock.stop()
             if watcher is not None:
                 watcher.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
@@ -184,6 +192,68 @@ class BodyMiddleware:
     async def _reject(self, status: int, kind: str, detail: str, scope: Scope, send: Send) -> None:
         body = {"error": kind, "detail": detail, "request_id": scope.get("state", {}).get("request_id")}
         await json_response(body, status, {"Connection": "close"})(scope, _disconnected, send)
+
+
+class _Clock:
+    """A request's one timer (a request answered at once arms it and cancels it). While the body is read it cuts
+    the read off (``task.cancel``; ``_read`` then raises ``TimeoutError``) when a chunk is later than ``chunk_s`` or
+    the whole body later than ``deadline_s``; once the app runs, it starts the disconnect watch ``WATCH_AFTER_S``
+    after the request began. One timer, not a timeout per chunk and another for the watch: on every request's way."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, chunk_s: float, deadline_s: float) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        now = loop.time()
+        self.loop, self.task, self._chunk_s, self._deadline_s = loop, task, chunk_s, deadline_s
+        self._chunk_by, self._give_up = now + chunk_s, now + deadline_s
+        self._cancelling = task.cancelling()
+        self._late: str | None = None  # why the read was cut off
+        self._watch: Callable[[], None] | None = None
+        self.handle: asyncio.TimerHandle | None = loop.call_at(
+            min(now + WATCH_AFTER_S, self._chunk_by, self._give_up), self._tick
+        )
+
+    def chunk(self) -> None:
+        """A chunk of the body arrived: the next has ``chunk_s``."""
+        self._chunk_by = self.loop.time() + self._chunk_s
+
+    def expired(self) -> str | None:
+        """Why the clock cut the read off ("" for a chunk too late), or None: the read was cancelled from outside."""
+        if self._late is None or self.task.uncancel() > self._cancelling:
+            return None
+        return self._late
+
+    def running(self, watch: Callable[[], None]) -> None:
+        """The app runs: ``watch`` starts the disconnect watch when the timer fires (``WATCH_AFTER_S`` from now, at
+        the latest)."""
+        self._watch = watch
+        at = self.loop.time() + WATCH_AFTER_S
+        if self.handle is None or self.handle.when() > at:  # a slow upload: the timer was set for its next chunk
+            self.stop()
+            self.handle = self.loop.call_at(at, self._tick)
+
+    def stop(self) -> None:
+        if self.handle is not None:
+            self.handle.cancel()
+            self.handle = None
+
+    def _tick(self) -> None:
+        self.handle = None
+        if self._watch is not None:
+            self._watch()
+            return
+        now = self.loop.time()
+        if now >= self._give_up:
+            self._late = (
+                f"the request body did not arrive within {self._deadline_s:g}s in all (PCFJ_BODY_DEADLINE_S); send it "
+                "at once"
+            )
+        elif now >= self._chunk_by:
+            self._late = ""  # the caller says it in its own words (``body_timeout_s``)
+        else:
+            self.handle = self.loop.call_at(min(self._chunk_by, self._give_up), self._tick)
+            return
+        self.task.cancel()
 
 
 async def _disconnected() -> Message:
@@ -226,31 +296,34 @@ def json_depth(body: bytes, limit: int) -> int:
     return max(itertools.accumulate(array.array("b", brackets)), default=0)
 
 
-def strict_json_problem(body: bytes, max_depth: int = 64) -> str | None:
+def strict_json(body: bytes, max_depth: int = 64) -> tuple[str | None, Any]:
     """What makes ``body`` not strict JSON (nested deeper than ``max_depth``, a duplicate key, NaN or Infinity), or
-    None; a body that is not JSON at all is left to the app's parser (400 invalid_json)."""
+    None, and the value parsed (``NOT_PARSED`` unless it is strict JSON); a body that is not JSON at all is left to
+    the app's parser (400 invalid_json)."""
     if json_depth(body, max_depth) > max_depth:
         return (
             f"JSON nested more than {max_depth} levels deep (arrays and objects within each other); flatten it "
             "(PCFJ_MAX_JSON_DEPTH)"
-        )
+        ), NOT_PARSED
     try:
-        json.loads(body, object_pairs_hook=_pairs, parse_constant=_constant)
+        return None, json.loads(body, object_pairs_hook=_pairs, parse_constant=_constant)
     except _NotStrict as exc:
-        return str(exc)
+        return str(exc), NOT_PARSED
     except ValueError:  # not JSON (or not UTF-8): the app says so in its own words
-        return None
+        return None, NOT_PARSED
     except RecursionError:  # within PCFJ_MAX_JSON_DEPTH but deeper than this thread's stack allows
-        return f"JSON nested too deeply for this server; flatten it (PCFJ_MAX_JSON_DEPTH is {max_depth})"
-    return None
+        return f"JSON nested too deeply for this server; flatten it (PCFJ_MAX_JSON_DEPTH is {max_depth})", NOT_PARSED
 
 
-def _json_body(scope: Scope) -> bool:
-    """Whether the app will parse this body as JSON (FastAPI does for a JSON content type, and without one)."""
+def _json_body(scope: Scope) -> bool | None:
+    """Whether the body is JSON to these checks: True for a JSON content type (``application/json``,
+    ``application/…+json``: what FastAPI parses), None without a content type (checked too, though FastAPI parses
+    it only with ``strict_content_type`` off), False otherwise."""
     if scope.get("method") not in ("POST", "PUT", "PATCH"):
         return False
     for name, value in scope.get("headers", ()):
         if name == b"content-type":
             kind: bytes = value.split(b";", 1)[0].strip().lower()
-            return kind == b"application/json" or kind.endswith(b"+json")
-    return True
+            main, _, sub = kind.partition(b"/")
+            return main == b"application" and (sub == b"json" or sub.endswith(b"+json"))
+    return None

@@ -78,8 +78,12 @@ class RequestMiddleware:
         started = time.perf_counter()
         status = [0]
         header = (b"x-request-id", rid.encode())
-        span = tracing.server_span(scope, rid) if tracing.on() else None
-        added = (header,) if span is None else (header, tracing.response_header(span))
+        span = None
+        if tracing.on():
+            from pcfjudge.telemetry import spans  # loaded only with tracing on
+
+            span = spans.server_span(scope, rid)
+        added = (header,) if span is None else (header, spans.response_header(span))
 
         async def send_with_id(message: Message) -> None:
             if message["type"] == "http.response.start":
@@ -114,7 +118,9 @@ class RequestMiddleware:
             m.child(m.REQUEST_SECONDS, route).observe(seconds, tracing.exemplar(span) if span is not None else None)
             m.child(m.KEY_REQUESTS, ctx.key, f"{status // 100}xx").inc()
         if span is not None:
-            tracing.end_request(span, scope.get("method", ""), route, status, ctx.key)
+            from pcfjudge.telemetry import spans
+
+            spans.end_request(span, scope.get("method", ""), route, status, ctx.key)
         if not ACCESS.isEnabledFor(logging.INFO):
             return
         fields: dict[str, Any] = {
@@ -128,7 +134,9 @@ class RequestMiddleware:
             "cache_hits": ctx.cache_hits,
         }
         if span is not None:
-            fields["trace_id"] = tracing.trace_id(span)
+            from pcfjudge.telemetry import spans
+
+            fields["trace_id"] = spans.trace_id(span)
         ACCESS.info("request", extra=fields)
 
 

@@ -18,10 +18,11 @@ from pcfjudge.cache.job_record import ACTIVE, JobRecord, StoreUnavailable
 from pcfjudge.errors import ApiError
 from pcfjudge.http.deps import ServicesDep
 from pcfjudge.http.error_handlers import ERROR_RESPONSES, documented
+from pcfjudge.http.read_body import ReadRoute
 from pcfjudge.schemas.jobs_schema import EXAMPLE_ID, JOB_ENDPOINTS, Job, JobAccepted, JobRequest
 from pcfjudge.services import Services
 
-router = APIRouter(tags=["jobs"])
+router = APIRouter(tags=["jobs"], route_class=ReadRoute)
 JobId = Annotated[
     str,
     Path(pattern=r"^job_[0-9a-f]{32}$", description="The id POST /v1/jobs answered.", examples=[EXAMPLE_ID]),

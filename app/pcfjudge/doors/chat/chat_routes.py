@@ -16,9 +16,10 @@ from pcfjudge.doors.chat.chat_protocol import ChatCompletion, ChatRequest, OpenA
 from pcfjudge.doors.decisions import judged, record_chat
 from pcfjudge.http.deps import ServicesDep, door, watch_of
 from pcfjudge.http.error_handlers import ERROR_RESPONSES, as_api_error
+from pcfjudge.http.read_body import ReadRoute
 from pcfjudge.schemas.common import ErrorResponse
 
-router = APIRouter()
+router = APIRouter(route_class=ReadRoute)
 TEMPLATE_HEADER = "X-PCFJudge-Template"
 CHUNKS: dict[int | str, dict[str, object]] = {
     200: {

@@ -123,6 +123,8 @@ def runs_per_execution(body: ListwiseRequest, settings: Settings) -> tuple[int, 
 
 def budget(body: ListwiseRequest, settings: Settings, model: ResolvedModel | Jury) -> Budget | None:
     """The request's spending limits; a cost budget needs the model's (every juror's) price."""
+    if body.max_calls is None and body.max_cost_usd is None:
+        return None
     jurors = model.jurors if isinstance(model, Jury) else (model,)
     unpriced = [m.string for m in jurors if m.string not in settings.prices]
     if body.max_cost_usd is not None and unpriced:
@@ -132,6 +134,4 @@ def budget(body: ListwiseRequest, settings: Settings, model: ResolvedModel | Jur
             f"model {first} has no price, so a cost budget cannot be kept; set PCFJ_PRICES (USD per million input "
             f'and output tokens, e.g. {{"{first}": [1.25, 10]}}) or use max_calls',
         )
-    if body.max_calls is None and body.max_cost_usd is None:
-        return None
     return Budget(body.max_calls, body.max_cost_usd)

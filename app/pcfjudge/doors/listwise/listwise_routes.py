@@ -17,8 +17,9 @@ from pcfjudge.doors.listwise.listwise_response import response_data
 from pcfjudge.engine.progress import Watch
 from pcfjudge.http.deps import door, services_of, watch_of
 from pcfjudge.http.error_handlers import ERROR_RESPONSES, STREAM_RESPONSE
+from pcfjudge.http.read_body import ReadRoute
 
-router = APIRouter()
+router = APIRouter(route_class=ReadRoute)
 
 
 @router.post("/judge/listwise", response_model=ListwiseResponse, responses=ERROR_RESPONSES | STREAM_RESPONSE)

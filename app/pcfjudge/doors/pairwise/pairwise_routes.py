@@ -15,8 +15,9 @@ from pcfjudge.doors.pairwise.pairwise_response import to_response
 from pcfjudge.engine.progress import Watch
 from pcfjudge.http.deps import ServicesDep, door, watch_of
 from pcfjudge.http.error_handlers import ERROR_RESPONSES, STREAM_RESPONSE
+from pcfjudge.http.read_body import ReadRoute
 
-router = APIRouter()
+router = APIRouter(route_class=ReadRoute)
 
 
 @router.post(

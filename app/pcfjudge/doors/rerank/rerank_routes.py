@@ -16,7 +16,6 @@ from typing import Any
 from fastapi import APIRouter, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from fastapi.routing import APIRoute
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from pcfjudge._version import __version__
@@ -36,6 +35,7 @@ from pcfjudge.engine.plan import Plan
 from pcfjudge.engine.progress import AnswerBy, Watch
 from pcfjudge.http.deps import ServicesDep, door, watch_of
 from pcfjudge.http.error_handlers import ERROR_RESPONSES, STREAM_RESPONSE, as_api_error, documented
+from pcfjudge.http.read_body import ReadRoute
 from pcfjudge.services import Services
 
 TEI_STATUS: dict[int, tuple[int, str]] = {
@@ -77,7 +77,7 @@ def _validation_message(exc: RequestValidationError) -> str:
     return "; ".join(parts)
 
 
-class TeiRoute(APIRoute):
+class TeiRoute(ReadRoute):
     """Answers this route's client and backend errors in TEI's shape instead of the service's."""
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
@@ -101,7 +101,7 @@ class TeiRoute(APIRoute):
 
 
 tei_router = APIRouter(route_class=TeiRoute)
-router = APIRouter()
+router = APIRouter(route_class=ReadRoute)
 
 
 @tei_router.get("/info", response_model=TeiInfo, tags=["rerank"])

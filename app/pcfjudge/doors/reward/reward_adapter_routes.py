@@ -33,13 +33,14 @@ from pcfjudge.engine.progress import AnswerBy, Watch
 from pcfjudge.errors import client_error
 from pcfjudge.http.deps import ServicesDep, door, watch_of
 from pcfjudge.http.error_handlers import ERROR_RESPONSES
+from pcfjudge.http.read_body import ReadRoute
 from pcfjudge.services import Services
 from pcfjudge.types import MAX_K
 
 if TYPE_CHECKING:
     from pcfjudge.doors.reward.reward_plan import Item, Judged
 
-router = APIRouter()
+router = APIRouter(route_class=ReadRoute)
 
 
 OPENRLHF_DEADLINE_MS = 170_000

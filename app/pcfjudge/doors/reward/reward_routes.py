@@ -18,11 +18,12 @@ from pcfjudge.engine.progress import Watch
 from pcfjudge.errors import ApiError
 from pcfjudge.http.deps import ServicesDep, door, watch_of
 from pcfjudge.http.error_handlers import ERROR_RESPONSES, STATUS, STREAM_RESPONSE
+from pcfjudge.http.read_body import ReadRoute
 
 if TYPE_CHECKING:
     from pcfjudge.reward.scoring import Failure
 
-router = APIRouter()
+router = APIRouter(route_class=ReadRoute)
 
 
 @router.post("/v1/reward", response_model=RewardResponse, responses=ERROR_RESPONSES | STREAM_RESPONSE)

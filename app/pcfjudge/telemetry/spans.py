@@ -1,0 +1,190 @@
+"""The spans themselves (``telemetry.tracing`` says which and why): the request's (``api/middleware/request.py``),
+a judgment's, made from its events (``engine/judgment_spans.py``), and each backend call's (``engine/runner.py``).
+Imported only with tracing on: a service that does not trace never loads this module.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Mapping
+from contextvars import Token
+from typing import TYPE_CHECKING, Any
+
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+from opentelemetry.trace import SpanKind, Status, StatusCode
+
+from pcfjudge.telemetry import tracing
+from pcfjudge.telemetry.tracing import CARRIED, HEADER, UNTRACED, Attributes
+
+if TYPE_CHECKING:
+    from opentelemetry.context import Context
+    from opentelemetry.trace import Span, Tracer
+
+    from pcfjudge.types import Usage
+
+
+def _tracer() -> Tracer:
+    tracer = tracing.tracer()
+    assert tracer is not None, "spans are made only with tracing on"
+    return tracer
+
+
+def server_span(scope: Mapping[str, Any], request_id: str) -> Span | None:
+    """A SERVER span for an HTTP request, continuing the caller's ``traceparent`` (None: off, or a probe)."""
+    tracer, propagator = tracing.tracer(), tracing.propagator()
+    path = scope.get("path", "")
+    if tracer is None or path in UNTRACED:
+        return None
+    parent = None
+    # Under an outer instrumentation (a server span already current) the request span is its child.
+    if propagator is not None and not trace.get_current_span().get_span_context().is_valid:
+        carrier = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope.get("headers", ()) if k in CARRIED}
+        if carrier:
+            parent = propagator.extract(carrier)
+    method = scope.get("method", "") or "HTTP"
+    attributes: Attributes = {
+        "http.request.method": method,
+        "url.path": path,
+        "url.scheme": scope.get("scheme", "http"),
+        "pcfjudge.request_id": request_id,
+    }
+    return tracer.start_span(method, context=parent, kind=SpanKind.SERVER, attributes=attributes)
+
+
+def trace_id(span: Span) -> str:
+    return format(span.get_span_context().trace_id, "032x")
+
+
+def response_header(span: Span) -> tuple[bytes, bytes]:
+    """``X-Trace-Id: <32 hex digits>``: the trace this request's span belongs to."""
+    return HEADER, trace_id(span).encode()
+
+
+def end_request(span: Span, method: str, route: str, status: int, key: str) -> None:
+    """Name the span by its route template (``POST /judge/listwise``), set the outcome, end it."""
+    attributes: Attributes = {"http.response.status_code": status, "pcfjudge.api_key.name": key}
+    if route != "unmatched":
+        span.update_name(f"{method} {route}")
+        attributes["http.route"] = route
+    if status >= 500:
+        attributes["error.type"] = str(status)
+        span.set_status(Status(StatusCode.ERROR))
+    span.set_attributes(attributes)
+    span.end()
+
+
+class Judgment:
+    """One judgment's span, made from its events (``engine/judgment_spans.py``). It is started by the first event
+    that says the judgment waits for more than the cache (``calling``), dated from the judgment's start, with the
+    events heard before it; from then on it is the current span of each task that announced it, so the calls those
+    tasks start are its children. A judgment the cache answered whole makes no span: it is one event on the request
+    span (``ended``), as its cache hits were."""
+
+    __slots__ = ("_attached", "_events", "_parent", "_start_ns", "attributes", "name", "span")
+    span: Span | None
+
+    def __init__(self, name: str, attributes: Attributes) -> None:
+        _tracer()  # made only with tracing on
+        self.name, self.attributes, self.span = name, attributes, None
+        self._start_ns = time.time_ns()
+        self._parent = otel_context.get_current()
+        self._events: list[tuple[str, Attributes, int]] = []
+        self._attached: list[tuple[object, Token[Context]]] = []  # (task, token): where the span was made current
+
+    def calling(self) -> None:
+        """The judgment is about to wait for calls: its span exists, and is current in this task."""
+        span = self.span
+        if span is None:
+            span = self.span = _tracer().start_span(
+                self.name, context=self._parent, attributes=self.attributes, start_time=self._start_ns
+            )
+            for name, attributes, at in self._events:
+                span.add_event(name, attributes, at)
+            self._events.clear()
+        task = asyncio.current_task()
+        if all(t is not task for t, _ in self._attached):
+            self._attached.append((task, otel_context.attach(trace.set_span_in_context(span))))
+
+    def event(self, name: str, attributes: Attributes) -> None:
+        """An event of the judgment: on its span, or kept for it until it is made."""
+        if self.span is not None:
+            self.span.add_event(name, attributes)
+        else:
+            self._events.append((name, attributes, time.time_ns()))
+
+    def ended(self, attributes: Attributes, error: str | None = None) -> None:
+        """The judgment ended (``error``: its failure's kind): its span gets ``attributes`` and ends; without a span,
+        one event named as the span would be, on the current (the request's) span, says what it did."""
+        task = asyncio.current_task()
+        for t, token in reversed(self._attached):
+            if t is task:  # a child task's (a juror's, a window's) context ended with it
+                otel_context.detach(token)
+        span = self.span
+        if error is not None:
+            attributes = {**attributes, "error.type": error}
+        if span is None:
+            trace.get_current_span().add_event(self.name, {**self.attributes, **attributes}, self._start_ns)
+            return
+        if error is not None:
+            span.set_status(Status(StatusCode.ERROR, error))
+        span.set_attributes(attributes)
+        span.end()
+
+
+class Call:
+    """One backend call's span (current inside ``with``) and what its attempts add up to; ended on leaving."""
+
+    __slots__ = ("_tokens", "attributes", "queued_s", "retries", "span")
+
+    def __init__(self, span: Span) -> None:
+        self.span, self.queued_s, self.retries = span, 0.0, 0
+        self.attributes: Attributes = {}
+
+    def __enter__(self) -> Call:
+        self._tokens = (otel_context.attach(trace.set_span_in_context(self.span)), tracing.CALL.set(self))
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, _tb: object) -> None:
+        context_token, call_token = self._tokens
+        tracing.CALL.reset(call_token)
+        otel_context.detach(context_token)
+        span = self.span
+        if span.is_recording():
+            if isinstance(exc, Exception):
+                self.attributes["error.type"] = type(exc).__name__
+                span.set_status(Status(StatusCode.ERROR))
+            self.attributes["pcfjudge.queued_ms"] = round(self.queued_s * 1000, 3)
+            self.attributes["pcfjudge.retries"] = self.retries
+            span.set_attributes(self.attributes)
+        span.end()
+
+    def ended(self, error: str | None, usage: Usage) -> None:
+        """The call's outcome: its tokens (every attempt's), and its error kind when it failed."""
+        out = self.attributes
+        out["gen_ai.usage.input_tokens"] = usage.input_tokens
+        out["gen_ai.usage.output_tokens"] = usage.output_tokens
+        if usage.cached_tokens:
+            out["gen_ai.usage.cache_read.input_tokens"] = usage.cached_tokens
+        if error is not None:
+            out["error.type"] = error
+            self.span.set_status(Status(StatusCode.ERROR))
+
+
+def backend_call(provider: str, model: str, string: str, temperature: float | None, max_tokens: int) -> Call:
+    """A CLIENT span ``chat {model}`` around one call and its retries (``with``: current inside, so outgoing requests
+    carry it as their ``traceparent``). ``provider`` is the wire's (openai, anthropic, sim), ``string`` the
+    service's ``provider:model``."""
+    attributes: Attributes = {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.provider.name": provider,
+        "gen_ai.system": provider,  # the name before semantic conventions 1.37, for older dashboards
+        "gen_ai.request.model": model,
+        "gen_ai.request.max_tokens": max_tokens,
+        "pcfjudge.model": string,
+        "pcfjudge.cache": "miss",  # a call span is a call made: hits and shared calls are events on the judgment
+    }
+    if temperature is not None:
+        attributes["gen_ai.request.temperature"] = temperature
+    return Call(_tracer().start_span(f"chat {model}", kind=SpanKind.CLIENT, attributes=attributes))

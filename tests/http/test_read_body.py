@@ -1,0 +1,115 @@
+"""``http.read_body``: a door route of the lean shape answers every body exactly as FastAPI's own handler answers it
+(the same route served both ways, side by side in one app), the body is parsed once, and only routes of that shape
+take the lean handler."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import pytest
+from asgi_lifespan import LifespanManager
+from fastapi.routing import APIRoute
+from pcfjudge.api.app import create_app
+from pcfjudge.doors.listwise import listwise_routes
+from pcfjudge.doors.pairwise import pairwise_routes
+from pcfjudge.http.read_body import ReadRoute, lean_handler
+
+PLAIN = "/test/plain-listwise"
+QUESTION = "Which city is the capital of Australia?"
+GOOD: dict[str, Any] = {"question": QUESTION, "candidates": ["Canberra.", "Sydney.", "Perth."], "k": 3}
+
+BODIES: list[tuple[str, bytes, str | None]] = [
+    ("valid", json.dumps(GOOD).encode(), "application/json"),
+    ("valid, charset", json.dumps(GOOD).encode(), "application/json; charset=utf-8"),
+    ("valid, +json", json.dumps(GOOD).encode(), "application/vnd.pcfjudge+json"),
+    ("runs included", json.dumps({**GOOD, "include_runs": True}).encode(), "application/json"),
+    ("missing question", json.dumps({"candidates": ["a", "b"]}).encode(), "application/json"),
+    ("wrong type", json.dumps({**GOOD, "k": "seven"}).encode(), "application/json"),
+    ("unknown field", json.dumps({**GOOD, "colour": "red"}).encode(), "application/json"),
+    ("one candidate", json.dumps({**GOOD, "candidates": ["only"]}).encode(), "application/json"),
+    ("not an object", b"[1, 2, 3]", "application/json"),
+    ("null", b"null", "application/json"),
+    ("a string", b'"judge this"', "application/json"),
+    ("not JSON", b"{question: 1}", "application/json"),
+    ("no content type", json.dumps(GOOD).encode(), None),
+    ("text content type", json.dumps(GOOD).encode(), "text/plain"),
+    ("text +json", json.dumps(GOOD).encode(), "text/x+json"),
+    ("duplicate key", b'{"question": "a", "question": "b", "candidates": ["x", "y"]}', "application/json"),
+]
+
+
+@pytest.fixture
+async def client() -> AsyncIterator[httpx.AsyncClient]:
+    """The service's app, with /judge/listwise's own endpoint also served by FastAPI's handler (``PLAIN``)."""
+    app = create_app()
+    app.router.add_api_route(
+        PLAIN,
+        listwise_routes.judge_listwise_route,
+        methods=["POST"],
+        route_class_override=APIRoute,
+    )
+    async with LifespanManager(app) as manager:
+        transport = httpx.ASGITransport(app=manager.app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://test", timeout=60) as c:
+            yield c
+
+
+def _comparable(response: httpx.Response) -> tuple[int, Any]:
+    try:
+        data = response.json()
+    except ValueError:
+        return response.status_code, response.text
+    if isinstance(data, dict):
+        data.pop("request_id", None)
+    return response.status_code, data
+
+
+@pytest.mark.parametrize(("name", "payload", "content_type"), BODIES, ids=[b[0] for b in BODIES])
+async def test_the_lean_handler_answers_as_fastapis_own(
+    client: httpx.AsyncClient, name: str, payload: bytes, content_type: str | None
+) -> None:
+    headers = {"content-type": content_type} if content_type is not None else {}
+    await client.post("/judge/listwise", content=payload, headers=headers)  # a judgment's runs: cached for both
+    lean = await client.post("/judge/listwise", content=payload, headers=headers)
+    plain = await client.post(PLAIN, content=payload, headers=headers)
+    assert _comparable(lean) == _comparable(plain), name
+    assert lean.headers["content-type"] == plain.headers["content-type"]
+    if name.startswith("valid"):
+        assert lean.status_code == 200 and lean.json()["winners"]
+    elif name != "runs included":
+        assert 400 <= lean.status_code < 500, (name, lean.status_code)
+
+
+def test_only_routes_of_the_door_shape_take_the_lean_handler() -> None:
+    """/judge/listwise: one body model and the request, returning a Response → lean. /judge/pairwise solves a
+    dependency (the services) and returns a model → FastAPI's handler."""
+    (listwise,) = [r for r in listwise_routes.router.routes if isinstance(r, ReadRoute)]
+    (pairwise,) = [r for r in pairwise_routes.router.routes if isinstance(r, ReadRoute)]
+    assert lean_handler(listwise) is not None
+    assert lean_handler(pairwise) is None
+
+
+async def test_a_body_is_parsed_once(client: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The body middleware's strict parse is the only one, on the lean handler's way (/judge/listwise) and on
+    FastAPI's (/judge/pairwise reads the parsed value through ``ReadRequest``); a plain FastAPI route parses again.
+    The runs are cached first, so no backend answer is parsed in the counted requests."""
+    pair = {"question": QUESTION, "response_a": "Canberra.", "response_b": "Sydney."}
+    sent = [("/judge/listwise", GOOD, 1), ("/judge/pairwise", pair, 1), (PLAIN, GOOD, 2)]
+    for path, body, _ in sent:
+        assert (await client.post(path, json=body)).status_code == 200
+    parses = []
+    real = json.loads
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        parses.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(json, "loads", counted)  # the one module both the middleware and Starlette parse with
+    for path, body, expected in sent:
+        parses.clear()
+        reply = await client.post(path, json=body)
+        assert reply.status_code == 200, reply.text
+        assert len(parses) == expected, path
