@@ -33,7 +33,7 @@ from pcfjudge.doors.rerank.rerank_protocol import (
 from pcfjudge.engine.listwise_runs import ListwiseTask
 from pcfjudge.engine.plan import Plan
 from pcfjudge.engine.progress import AnswerBy, Watch
-from pcfjudge.http.deps import ServicesDep, door, watch_of
+from pcfjudge.http.deps import ServicesDep, door, services_of, watch_of
 from pcfjudge.http.error_handlers import ERROR_RESPONSES, STREAM_RESPONSE, as_api_error, documented
 from pcfjudge.http.read_body import ReadRoute
 from pcfjudge.services import Services
@@ -134,11 +134,12 @@ async def tei_info(services: ServicesDep) -> TeiInfo:
 
 
 @tei_router.post("/rerank", response_model=list[TeiRank], responses=TEI_RESPONSES, tags=["rerank"])
-async def tei_rerank(body: TeiRerankRequest, request: Request, services: ServicesDep) -> JSONResponse:
+async def tei_rerank(body: TeiRerankRequest, request: Request) -> JSONResponse:
     """text-embeddings-inference's rerank: the texts judged as one PCFJudge listwise judgment, best first.
 
     ``score`` is consensus/100 (``raw_scores``: the consensus, 0–100); ties keep equal scores in request order.
     """
+    services = services_of(request)  # the door's shape (one body and the request): ``http.read_body``'s lean handler
     s = services.settings
     query, texts = body.query, list(body.texts)
     if body.truncate:
@@ -166,12 +167,13 @@ async def tei_rerank(body: TeiRerankRequest, request: Request, services: Service
 
 @router.post("/v1/rerank", response_model=RerankResponse, responses=COHERE_RESPONSES | STREAM_RESPONSE, tags=["rerank"])
 @router.post("/v2/rerank", response_model=RerankResponse, responses=COHERE_RESPONSES | STREAM_RESPONSE, tags=["rerank"])
-async def cohere_rerank(body: CohereRerankRequest, request: Request, services: ServicesDep) -> Response:
+async def cohere_rerank(body: CohereRerankRequest, request: Request) -> Response:
     """Cohere's (and Jina's) rerank: the documents judged as one PCFJudge listwise judgment, best first.
 
     ``relevance_score`` is consensus/100; ties keep equal scores in request order. ``model`` picks one of our
     judges when it is a provider:model of ours (e.g. sim:default); any other name (rerank-v3.5) uses the default.
     """
+    services = services_of(request)  # the door's shape (one body and the request): ``http.read_body``'s lean handler
     watch = watch_of(request, _deadline(services, body.pcfjudge, request))
     plan = build_plan(body, services.settings, services.judge)  # checked here, before any answer
     endpoint = "/v1/rerank" if request.url.path.startswith("/v1/") else "/v2/rerank"
