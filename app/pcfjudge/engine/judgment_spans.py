@@ -9,8 +9,8 @@ span per warm request was most of what tracing cost it, docs/operations/tracing.
 
 Attributes: ``gen_ai.request.model`` (the model string a front door resolved, ``provider:model``, or the jury's name,
 with ``pcfjudge.jurors``), ``pcfjudge.k`` and ``pcfjudge.candidates`` (``pcfjudge.cache_mode`` when not "use") at the start; at the end
-``pcfjudge.runs.ok`` / ``.failed`` (runs or passes), ``pcfjudge.backend_calls``, ``pcfjudge.cache_hits``,
-``pcfjudge.stopped`` when runs stopped early and ``pcfjudge.cost_usd`` when priced; ``error.type`` (the failure's kind)
+``pcfjudge.runs.ok`` / ``.failed`` (runs or passes), ``pcfjudge.backend_calls``, ``pcfjudge.cache_hits`` (the event of a
+judgment the cache answered whole: ``pcfjudge.cache_hits`` only), ``pcfjudge.stopped`` when runs stopped early and ``pcfjudge.cost_usd`` when priced; ``error.type`` (the failure's kind)
 when it fails. A chat judgment (``POST /v1/chat/completions``) names its ``pcfjudge.template`` (``none``: passed
 through), ``pcfjudge.orders`` (the orders each juror judges) and ``pcfjudge.candidates`` at the start, and
 ``pcfjudge.split`` (its orders disagreed) at the end.
