@@ -134,7 +134,9 @@ async def test_refresh_never_takes_a_stored_answer_nor_waits(
 
 
 async def test_holder_renews_its_lock_while_its_call_runs(redis_server: RedisServer) -> None:
-    lifetime_s = 0.6
+    # Renewed every third of its lifetime: 2 s leaves a busy machine's stalls (a CI run saw one past 0.4 s with 0.6 s)
+    # a second and more before the lock could lapse.
+    lifetime_s = 2.0
     cache = replica(redis_server, lock_ttl_s=lifetime_s)
     try:
         claim = await cache.claim(KEY, deadline(30))
