@@ -22,7 +22,7 @@ SOURCE = ROOT / "app"
 PACKAGE = SOURCE / "pcfjudge"
 
 LAYERS: list[tuple[str, tuple[str, ...]]] = [  # bottom first; a module may import its own layer and those below
-    ("base", ("_version", "types", "context", "errors", "jsonl", "settings", "telemetry")),
+    ("base", ("_version", "types", "context", "errors", "jsonl", "kept", "settings", "telemetry")),
     ("contract", ("schemas",)),  # the wire contract: every front door's request and response models
     ("core", ("judging",)),  # pure: permutations, consensus, prompts, parsing, adaptive K
     ("infra", ("backends", "cache")),
@@ -44,6 +44,7 @@ ROOT_MODULES = {
     "context",
     "errors",
     "jsonl",
+    "kept",
     "services",
     "settings",
     "surface",

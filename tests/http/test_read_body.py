@@ -117,3 +117,37 @@ async def test_a_body_is_parsed_once(client: httpx.AsyncClient, monkeypatch: pyt
         reply = await client.post(path, json=body)
         assert reply.status_code == 200, reply.text
         assert len(parses) == expected, path
+
+
+async def test_a_body_repeated_byte_for_byte_is_validated_once(
+    client: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The lean handler keeps what it validated by the body's bytes: the same bytes again are not validated again,
+    a body one byte apart is; a body over ``KEPT_BYTES`` is validated every time. Request models are frozen, so the
+    requests sharing one cannot change it."""
+    from pcfjudge.http import read_body
+
+    validated = []
+    real = read_body.request_body_to_args
+
+    async def counted(*args: Any, **kwargs: Any) -> Any:
+        validated.append(1)
+        return await real(*args, **kwargs)
+
+    monkeypatch.setattr(read_body, "request_body_to_args", counted)
+    body = json.dumps({**GOOD, "question": QUESTION + " (kept)"}).encode()
+    headers = {"content-type": "application/json"}
+    answers = [await client.post("/judge/listwise", content=body, headers=headers) for _ in range(3)]
+    assert [a.status_code for a in answers] == [200] * 3 and len(validated) == 1
+    assert _comparable(answers[1]) == _comparable(answers[2])
+    await client.post("/judge/listwise", content=body + b" ", headers=headers)  # other bytes, the same JSON
+    assert len(validated) == 2
+    long = {**GOOD, "question": QUESTION + " " + "x" * read_body.KEPT_BYTES}
+    for _ in range(2):
+        assert (await client.post("/judge/listwise", json=long)).status_code == 200
+    assert len(validated) == 4
+    from pcfjudge.doors.listwise.listwise_protocol import ListwiseRequest
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match="frozen"):
+        ListwiseRequest.model_validate(GOOD).k = 5

@@ -6,7 +6,7 @@ import gc
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from fastapi import FastAPI
+from fastapi import APIRouter, FastAPI
 
 from pcfjudge._version import __version__
 from pcfjudge.api.jobs.job_runner import JobRunner
@@ -33,6 +33,14 @@ GC_THRESHOLDS = (50_000, 20, 100)
 """The collector's thresholds in a served process (Python's defaults: 700, 10, 10): a young collection per 50,000
 new objects instead of 700, a full one after 100 middle ones instead of 10. Under four 1,000-candidate requests the
 defaults made full collections of 85–130 ms on the event loop; these made none in the same run (docs/performance.md)."""
+
+
+def include(app: FastAPI, router: APIRouter) -> None:
+    """``router``'s routes on the app's own router, as ``@app.post`` would add them (each route already carries its
+    router's tags, responses and route class). FastAPI's ``include_router`` keeps a router as a branch of its own,
+    matched twice per request (once to choose it, once inside it): ~4 % of a warm judgment (docs/performance.md).
+    Its include-time options (prefix, tags, dependencies) are not needed here."""
+    app.router.routes.extend(router.routes)
 
 
 def serve_app() -> FastAPI:
@@ -83,16 +91,17 @@ def create_app(settings: Settings | None = None, *, freeze_gc: bool = False) -> 
         telemetry={"tracing": False, "metrics": False, "logs": False},
     )
     error_handlers.install(app)
-    app.include_router(listwise_routes.router)
-    app.include_router(pairwise_routes.router)
-    app.include_router(health_routes.router)
-    app.include_router(metrics_routes.router)
-    app.include_router(models_routes.router)  # /v1/models: the models, their calibration and drift
-    app.include_router(rerank_routes.router)  # /rerank (TEI shape), /v1/rerank and /v2/rerank (Cohere shape)
-    app.include_router(reward_routes.router)  # /v1/reward: RL rewards, groups judged together
-    app.include_router(reward_adapter_routes.router)  # /get_reward (OpenRLHF), /v1/reward/one (slime)
-    app.include_router(chat_routes.router)  # /v1/chat/completions: a framework's own judge prompt, every order
-    app.include_router(jobs_routes.router)  # /v1/jobs: judgments that outlive a request (docs/api/jobs.md)
+    include(app, listwise_routes.router)
+    include(app, pairwise_routes.router)
+    include(app, health_routes.router)
+    include(app, metrics_routes.router)
+    include(app, models_routes.router)  # /v1/models: the models, their calibration and drift
+    include(app, rerank_routes.router)  # /v1/rerank and /v2/rerank (Cohere shape)
+    include(app, rerank_routes.tei_router)  # /rerank and /info (TEI shape)
+    include(app, reward_routes.router)  # /v1/reward: RL rewards, groups judged together
+    include(app, reward_adapter_routes.router)  # /get_reward (OpenRLHF), /v1/reward/one (slime)
+    include(app, chat_routes.router)  # /v1/chat/completions: a framework's own judge prompt, every order
+    include(app, jobs_routes.router)  # /v1/jobs: judgments that outlive a request (docs/api/jobs.md)
     playground_routes.install(app)
     jobs_routes.install_docs(app)  # the judging routes' 202 with Prefer: respond-async
     # Pure ASGI layers, outermost last: request id/metrics/log/last-resort 500 → head size → auth and quota → body and

@@ -10,7 +10,6 @@ from collections.abc import Sequence
 from pcfjudge.engine.failures import JudgingFailed
 from pcfjudge.engine.progress import DEADLINE_KIND
 from pcfjudge.engine.runner import CallOutcome
-from pcfjudge.judging import adaptive, jury
 from pcfjudge.judging import consensus as cons
 from pcfjudge.judging.run_records import RunJudgments, RunRecord
 
@@ -47,6 +46,8 @@ def certified_despite(
     ids: list[str], executions: int, weights: cons.Weights, records: list[RunRecord], cut: list[RunRecord]
 ) -> bool:
     """Would the runs the deadline cut have changed the winners whatever they said? (adaptive K's certificate)"""
+    from pcfjudge.judging import adaptive  # a judgment the deadline cut only
+
     ok: list[list[RunJudgments]] = [[] for _ in range(executions)]
     for r in records:
         if r.result is not None:
@@ -70,6 +71,8 @@ def run_event(
     if shares is None:
         so_far = cons.aggregate(ids, ok, weights) if any(ok) else None
     else:
+        from pcfjudge.judging import jury  # a jury's stream only
+
         pairs = [
             (cons.aggregate(ids, [runs], weights), shares[e]) for e, runs in zip(executions, ok, strict=True) if runs
         ]

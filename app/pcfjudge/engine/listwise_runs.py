@@ -8,33 +8,36 @@ the same cache entry, and executions never share entries (a run index is below `
 from __future__ import annotations
 
 import math
-from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache, partial
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pcfjudge.backends.base import ORACLE_ABSENT, JudgeCall
 from pcfjudge.backends.registry import Jury, ResolvedModel
+from pcfjudge.cache.interface import CacheValue
 from pcfjudge.engine.anytime_runs import certified_despite, deadline_failed, finished, needed_ok, run_event
 from pcfjudge.engine.failures import failure_summary, judging_failed
 from pcfjudge.engine.progress import DEADLINE_KIND, Watch
-from pcfjudge.engine.runner import CallOutcome, CallRunner, CallSpec
-from pcfjudge.judging import adaptive
+from pcfjudge.engine.runner import CallOutcome, CallRunner, CallSpec, Runner, announce_hits
 from pcfjudge.judging import consensus as cons
 from pcfjudge.judging import permutations as perms
 from pcfjudge.judging.cache_keys import cache_key, item_hash
-from pcfjudge.judging.jury import JuryReport
 from pcfjudge.judging.parse import ListwiseAnswer, load_json_object, validate_listwise
 from pcfjudge.judging.prompts import DEFAULT_STYLE, PromptStyle, listwise_version, new_nonce, render_listwise
 from pcfjudge.judging.run_records import RunJudgments, RunRecord
 from pcfjudge.judging.waves import Adaptive, Budget, Waves
 from pcfjudge.judging.window_rounds import WindowOptions, WindowReport
+from pcfjudge.kept import Kept, KeptFor
 from pcfjudge.types import LABELS, SAMPLE_STRIDE, CacheMode, DecodingParams, Usage
+
+if TYPE_CHECKING:
+    from pcfjudge.judging import adaptive
+    from pcfjudge.judging.jury import JuryReport
 
 Mode = Literal["consensus", "direct", "repeated_canonical"]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, weakref_slot=True)  # warm judgments are kept while their task lives
 class ListwiseTask:
     question: str
     ids: list[str]
@@ -68,12 +71,14 @@ class PlannedRun:
 
 @dataclass(frozen=True, slots=True)
 class RunPlan:
-    """Every run of a task, executions in order; ``orders`` are one execution's displayed orders."""
+    """Every run of a task, executions in order; ``orders`` are one execution's displayed orders; ``keys`` the
+    runs' cache keys."""
 
     item: str
     orders: list[perms.Permutation]
     k_requested: int
     runs: tuple[PlannedRun, ...]
+    keys: tuple[str, ...] = ()
 
 
 @dataclass(slots=True)
@@ -171,7 +176,7 @@ def _plan(
             sample = execution * SAMPLE_STRIDE + (index if mode == "repeated_canonical" else 0)
             key = cache_key(item, "listwise", order, model, sample, version, params)
             runs.append(PlannedRun(execution, index, order, sample, key))
-    return RunPlan(item, orders, k_requested, tuple(runs))
+    return RunPlan(item, orders, k_requested, tuple(runs), tuple(r.key for r in runs))
 
 
 def required_ok(total: int, quorum: float | None) -> int:
@@ -195,6 +200,13 @@ async def judge_listwise(
     and ``waves.BudgetError`` when ``task.budget`` cannot pay for a run (``price``: USD per million tokens in, out).
     ``plan``: ``plan_runs`` of the same task, model and params, when the caller has it already."""
     plan = plan or plan_runs(task, model.string, params)
+    fetched = None
+    if isinstance(runner, Runner) and warm_applies(task, watch):  # every run in one wave: ask the cache first
+        fetched = await runner.cached(plan.keys)
+        kept = _WARM.get(task, (plan, *fetched)) if None not in fetched else None
+        if kept is not None:  # a warm judgment (``warm_applies``): the one made from these very entries before
+            announce_hits(watch, model, kept.cache_hits)
+            return replace(kept)
     planned = [RunRecord(r.execution, r.index, [task.ids[i] for i in r.order], r.sample) for r in plan.runs]
     specs = call_specs(task, plan, model, params)
     # Only a priced call needs the prompt's size (a cost estimate before the first call); rendering one is not free.
@@ -210,7 +222,7 @@ async def judge_listwise(
         prompt_chars=len(call.system) + len(call.user) if call is not None else 0,
         max_output_tokens=params.max_output_tokens,
     )
-    records, outcomes = await _run_waves(task, waves, len(plan.orders), specs, planned, runner, model, watch)
+    records, outcomes = await _run_waves(task, waves, len(plan.orders), specs, planned, runner, model, watch, fetched)
     records, outcomes, cut = finished(records, outcomes)
     needed = needed_ok(len(records), quorum, cut, len(plan.runs), min_runs)
     if cut:
@@ -228,7 +240,26 @@ async def judge_listwise(
     result.runs_planned = len(plan.runs)
     if cut:
         result.certified = certified_despite(task.ids, task.executions, task.weights, records, cut)
+    if fetched is not None and None not in fetched and result.cache_hits == len(fetched):
+        _WARM.put(task, (plan, *fetched), replace(result))
     return result
+
+
+def warm_applies(task: ListwiseTask, watch: Watch) -> bool:
+    """Whether a judgment of ``task`` is kept warm: one wave of every run (fixed K, no budget), the cache used, and
+    nothing reported run by run. Such a judgment asks the cache for every run first (``Runner.cached``). When the
+    task is one judged before (the same object: the front doors plan a request repeated byte for byte once) and the
+    cache answers every run with the entries it answered then (the same objects: the in-process cache hands out its
+    entries), the judgment is the one made then (a copy: the same runs, consensus and counts, nothing spent).
+    Otherwise it is made from the entries fetched (the cache asked once either way) and kept when the cache answered
+    every run. A warm K=7 request's engine part fell from about a quarter of it to a few per cent
+    (docs/performance.md)."""
+    no_hooks = watch.listener is None and watch.on_outcome is None
+    return task.auto is None and task.budget is None and task.cache_mode == "use" and no_hooks
+
+
+_WARM: KeptFor[ListwiseTask, ListwiseResult] = KeptFor(1024)
+"""Warm judgments (``warm_applies``), each kept while its task lives, with the plan and entries it was made from."""
 
 
 async def _run_waves(
@@ -240,14 +271,20 @@ async def _run_waves(
     runner: CallRunner,
     model: ResolvedModel,
     watch: Watch,
+    fetched: list[CacheValue | None] | None = None,
 ) -> tuple[list[RunRecord], list[CallOutcome]]:
-    """Make the runs ``waves`` hands out, one ``runner.run`` per wave; the runs made (plan order) and outcomes."""
+    """Make the runs ``waves`` hands out, one ``runner.run`` per wave; the runs made (plan order) and outcomes.
+    ``fetched``: the cache's entries for every run, asked for already (a wave of every run: ``listwise_runs.warm_applies``)."""
     labels = LABELS[: len(task.ids)]
     made: dict[int, CallOutcome] = {}
     watch = live(task, planned, specs, len(planned), watch)
     while wave := waves.next():
         at = [execution * per_execution + index for execution, index in wave]
-        outcomes = await runner.run([specs[j] for j in at], model, watch=watch, cache_mode=task.cache_mode)
+        ask = [specs[j] for j in at]
+        if fetched is not None and len(at) == len(specs) and isinstance(runner, Runner):  # entries asked for already
+            outcomes = await runner.run(ask, model, watch=watch, cache_mode="use", fetched=[fetched[j] for j in at])
+        else:
+            outcomes = await runner.run(ask, model, watch=watch, cache_mode=task.cache_mode)
         for position, j, outcome in zip(wave, at, outcomes, strict=True):
             fill_record(planned[j], outcome, labels, task.ids)
             waves.record(position, planned[j].result, call=not outcome.cached, usage=outcome.usage)
@@ -395,19 +432,15 @@ class _Consensuses:
     """
 
     def __init__(self, size: int = 1024) -> None:
-        self.size = size
-        self.kept: OrderedDict[tuple[object, ...], tuple[list[list[RunJudgments]], cons.Consensus]] = OrderedDict()
+        self.kept: Kept[tuple[object, ...], tuple[list[list[RunJudgments]], cons.Consensus]] = Kept(size)
 
     def aggregate(self, ids: list[str], executions: list[list[RunJudgments]], weights: cons.Weights) -> cons.Consensus:
         key = (tuple(ids), weights, *(tuple(map(id, runs)) for runs in executions))
         found = self.kept.get(key)
         if found is not None:
-            self.kept.move_to_end(key)
             return found[1]
         consensus = cons.aggregate(ids, executions, weights)
-        self.kept[key] = (executions, consensus)
-        if len(self.kept) > self.size:
-            self.kept.popitem(last=False)
+        self.kept.put(key, (executions, consensus))
         return consensus
 
 

@@ -102,18 +102,19 @@ class Runner:
         *,
         watch: Watch,
         cache_mode: CacheMode = "use",
+        fetched: Sequence[CacheValue | None] | None = None,
     ) -> list[CallOutcome]:
         """Outcomes in the order of ``specs``, each reported to ``watch.on_outcome`` as it finishes; every call is
-        done by ``watch.until`` (a ``loop.time()`` instant), and waited for until ``watch.answer_by``.
+        done by ``watch.until`` (a ``loop.time()`` instant), and waited for until ``watch.answer_by``. ``fetched``:
+        the cache's entries for ``specs`` (``cached``), when the caller has asked for them already.
 
         Raises ``Refusal`` (503) when admission control will not take the calls this needs. When the caller goes
         away (cancelled: its client disconnected) or its deadline passes, every call no other request is waiting
         for is cancelled; calls shared through single flight keep running for the others.
         """
         hook, deadline, answer = watch.on_outcome, watch.until, watch.answer_by
-        outcomes = await self._cached(specs, cache_mode, hook)
-        if watch.heard and (hits := len(specs) - outcomes.count(None)):
-            watch.announce("cached", {"cache": "hit", "model": model.string, "runs": hits})
+        outcomes = await self._cached(specs, cache_mode, hook, fetched)
+        announce_hits(watch, model, len(specs) - outcomes.count(None))
         misses = [i for i, o in enumerate(outcomes) if o is None]
         if not misses:
             return [o for o in outcomes if o is not None]
@@ -154,13 +155,22 @@ class Runner:
             outcomes[i] = _ended(task, i in owned, cut)
         return [o for o in outcomes if o is not None]  # every slot is filled above
 
+    async def cached(self, keys: Sequence[str]) -> list[CacheValue | None]:
+        """The cache's entries for ``keys`` (None where it has none), as ``run`` with ``cache_mode`` "use" would
+        find them: for a caller that looks before it runs (``listwise_runs.warm_applies``) and passes them on (``fetched``)."""
+        return await self.cache.get_many(keys)
+
     async def _cached(
-        self, specs: Sequence[CallSpec], cache_mode: CacheMode, hook: Callable[[CallSpec, CallOutcome], None] | None
+        self,
+        specs: Sequence[CallSpec],
+        cache_mode: CacheMode,
+        hook: Callable[[CallSpec, CallOutcome], None] | None,
+        fetched: Sequence[CacheValue | None] | None = None,
     ) -> list[CallOutcome | None]:
         """The outcomes the cache has (None where it has none), each reported to ``hook``."""
         outcomes: list[CallOutcome | None] = [None] * len(specs)
         if cache_mode == "use" and specs:
-            hits = await self.cache.get_many([s.key for s in specs])
+            hits = fetched if fetched is not None else await self.cache.get_many([s.key for s in specs])
             for i, hit in enumerate(hits):
                 if hit is not None:
                     outcomes[i] = found = from_cache(specs[i], hit)
@@ -364,6 +374,12 @@ async def _reporting(
             if not task.cancelled():
                 for i in runs[task]:
                     hook(specs[i], _final(task.result(), i in owned))
+
+
+def announce_hits(watch: Watch, model: ResolvedModel, hits: int) -> None:
+    """The ``cached`` event of the runs the cache answered (the metrics count cache hits from it)."""
+    if hits and watch.heard:
+        watch.announce("cached", {"cache": "hit", "model": model.string, "runs": hits})
 
 
 def _ended(task: asyncio.Task[CallOutcome], owned: bool, cut: bool) -> CallOutcome:

@@ -18,9 +18,10 @@ _VISIBLE = re.compile(r"\S")  # the same rule as the schema's "pattern" (a text 
 
 class Strict(BaseModel):
     """Base of every request model: unknown fields are refused, nothing is coerced (``"7"``, ``7.0`` and ``true``
-    are not integers; ``0`` and ``"no"`` are not booleans), and every string must be valid Unicode."""
+    are not integers; ``0`` and ``"no"`` are not booleans), and every string must be valid Unicode. Frozen: a request
+    repeated byte for byte shares its validated model (``http.read_body``), so no route may change one."""
 
-    model_config = ConfigDict(extra="forbid", strict=True)
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
     @field_validator("*", mode="before")
     @classmethod

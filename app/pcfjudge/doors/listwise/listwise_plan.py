@@ -17,13 +17,24 @@ from pcfjudge.judging import consensus as cons
 from pcfjudge.judging import permutations as perms
 from pcfjudge.judging.waves import Adaptive, Budget
 from pcfjudge.judging.window_rounds import WindowOptions, least_calls
+from pcfjudge.kept import KeptFor
 from pcfjudge.settings import Settings
 from pcfjudge.types import MAX_K
 
 
 def build_plan(body: ListwiseRequest, s: Settings, judge: Judge) -> Plan[ListwiseTask]:
-    """The request's plan, checked once at intake (every mode: answered now, streamed, or queued as a job)."""
-    return judge.checked(build_task(body, s, judge))
+    """The request's plan, checked once at intake (every mode: answered now, streamed, or queued as a job). A body
+    the lean handler shares (a request repeated byte for byte: ``http.read_body``) is planned and checked once: its
+    plan depends on nothing else but the settings and the judge's models, which do not change while it serves."""
+    plan = _PLANNED.get(body, (s, judge))
+    if plan is None:
+        plan = judge.checked(build_task(body, s, judge))
+        _PLANNED.put(body, (s, judge), plan)
+    return plan
+
+
+_PLANNED: KeptFor[ListwiseRequest, Plan[ListwiseTask]] = KeptFor(512)
+"""The last plans built, each while its body lives (``build_plan``)."""
 
 
 def build_task(body: ListwiseRequest, s: Settings, judge: Judge) -> ListwiseTask:

@@ -237,6 +237,3 @@ async def _cohere_payload(
     if payload["pcfjudge"] is None:
         del payload["pcfjudge"]
     return payload
-
-
-router.include_router(tei_router)  # one router for the app: include_router keeps TeiRoute for /rerank
