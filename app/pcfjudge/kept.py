@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import weakref
 from collections import OrderedDict
+from collections.abc import Callable
 from functools import partial
 from typing import Generic, TypeVar
 
@@ -47,6 +48,14 @@ class KeptFor(Generic[T, V]):
 
     def put(self, obj: T, context: tuple[object, ...], value: V) -> None:
         self.kept.put(id(obj), (weakref.ref(obj, partial(self._forget, id(obj))), context, value))
+
+    def derive(self, obj: T, context: tuple[object, ...], make: Callable[[], V]) -> V:
+        """The value kept for ``obj`` and ``context``, or ``make()``'s, kept."""
+        found = self.get(obj, context)
+        if found is None:
+            found = make()
+            self.put(obj, context, found)
+        return found
 
     def _forget(self, key: int, ref: weakref.ref[T]) -> None:
         found = self.kept.get(key)

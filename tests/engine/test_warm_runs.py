@@ -20,6 +20,7 @@ from pcfjudge.services import Services
 from pcfjudge.settings import Settings
 
 from tests.engine.test_hot_path import counting
+from tests.support.inprocess import ClientFactory
 
 TASK = ListwiseTask("Which planet is closest to the Sun?", ["a", "b", "c"], ["Venus.", "Mercury.", "Mars."], k=5)
 
@@ -115,3 +116,31 @@ def test_a_kept_value_is_forgotten_with_its_object() -> None:
     del task
     gc.collect()
     assert len(kept.kept) == 0
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("/judge/listwise", {"question": "Which planet is closest to the Sun?", "candidates": ["Venus.", "Mercury."]}),
+        (
+            "/v2/rerank",
+            {"model": "sim:default", "query": "closest planet to the Sun", "documents": ["Venus", "Mercury"]},
+        ),
+    ],
+)
+async def test_a_request_repeated_byte_for_byte_is_a_warm_judgment(
+    make_client: ClientFactory, monkeypatch: pytest.MonkeyPatch, path: str, body: dict[str, Any]
+) -> None:
+    """Through a door: the first request calls, the second is judged from the cache's entries and kept, the rest are
+    the kept judgment; every answer the same."""
+    results = counting(monkeypatch, listwise_runs, "_result")
+    async with make_client() as client:
+        answers = [(await client.post(path, json=body)).json() for _ in range(4)]
+    assert results[0] == 2
+    for answer in answers:
+        answer.pop("id", None)
+        answer.pop("request_id", None)
+        answer.get("usage", {}).pop("cache_hits", None)
+        answer.get("usage", {}).pop("backend_calls", None)
+        answer.get("meta", {}).pop("billed_units", None)
+    assert answers[1] == answers[2] == answers[3]

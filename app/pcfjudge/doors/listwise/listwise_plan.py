@@ -26,11 +26,7 @@ def build_plan(body: ListwiseRequest, s: Settings, judge: Judge) -> Plan[Listwis
     """The request's plan, checked once at intake (every mode: answered now, streamed, or queued as a job). A body
     the lean handler shares (a request repeated byte for byte: ``http.read_body``) is planned and checked once: its
     plan depends on nothing else but the settings and the judge's models, which do not change while it serves."""
-    plan = _PLANNED.get(body, (s, judge))
-    if plan is None:
-        plan = judge.checked(build_task(body, s, judge))
-        _PLANNED.put(body, (s, judge), plan)
-    return plan
+    return _PLANNED.derive(body, (s, judge), lambda: judge.checked(build_task(body, s, judge)))
 
 
 _PLANNED: KeptFor[ListwiseRequest, Plan[ListwiseTask]] = KeptFor(512)

@@ -32,6 +32,7 @@ from pcfjudge.engine.progress import Watch
 from pcfjudge.errors import ApiError, client_error
 from pcfjudge.judging import consensus as cons
 from pcfjudge.judging.window_rounds import WindowOptions
+from pcfjudge.kept import KeptFor
 from pcfjudge.settings import Settings
 from pcfjudge.telemetry.metrics import Door, Metrics
 
@@ -153,7 +154,15 @@ def build_task(
 
 def build_plan(body: CohereRerankRequest, s: Settings, judge: Judge) -> Plan[ListwiseTask]:
     """A Cohere-shaped request's plan (``/v1/rerank``, ``/v2/rerank``), checked once at intake: answered now,
-    streamed or queued as a job, the same checks refuse it."""
+    streamed or queued as a job, the same checks refuse it. Planned once per body, as /judge/listwise's
+    (``doors.listwise.listwise_plan.build_plan``)."""
+    return _PLANNED.derive(body, (s, judge), lambda: _build_plan(body, s, judge))
+
+
+_PLANNED: KeptFor[CohereRerankRequest, Plan[ListwiseTask]] = KeptFor(512)
+
+
+def _build_plan(body: CohereRerankRequest, s: Settings, judge: Judge) -> Plan[ListwiseTask]:
     if body.relevant_spans is not None and body.relevant_spans.mode == "enabled":
         raise client_error("relevant_spans", "relevant spans are not supported; send mode 'disabled' or omit it")
     texts = [document_text(doc, body.rank_fields, i) for i, doc in enumerate(body.documents)]
