@@ -36,12 +36,13 @@ READ = "pcfjudge.body"
 """The scope key of a body already read: ``(bytes, parsed JSON)``; the JSON is ``NOT_PARSED`` unless the content type
 is JSON and the body strict JSON (anything else is FastAPI's to read and refuse)."""
 NOT_PARSED: Any = object()
-KEPT = 512
+KEPT = 256
 """Bodies whose validated values each lean route keeps: a request repeated byte for byte (a warm hit, a retry) is
 validated once. The values are request models, which are frozen (``schemas.common.Strict``), so requests can share
 them."""
-KEPT_BYTES = 16_384
-"""The longest body kept (at most ``KEPT`` × this many bytes per route, plus their models)."""
+KEPT_BYTES = 8192
+"""The longest body kept: at most ``KEPT`` × ``KEPT_BYTES`` (2 MiB) of bodies per lean route, and about as much of
+their models (the texts they hold)."""
 
 Lean = Callable[[Request, bytes, Any], Awaitable[Response]]
 
