@@ -126,6 +126,7 @@ def test_a_kept_value_is_forgotten_with_its_object() -> None:
             "/v2/rerank",
             {"model": "sim:default", "query": "closest planet to the Sun", "documents": ["Venus", "Mercury"]},
         ),
+        ("/rerank", {"query": "closest planet to the Sun", "texts": ["Venus", "Mercury"], "truncate": True}),
     ],
 )
 async def test_a_request_repeated_byte_for_byte_is_a_warm_judgment(
@@ -137,7 +138,7 @@ async def test_a_request_repeated_byte_for_byte_is_a_warm_judgment(
     async with make_client() as client:
         answers = [(await client.post(path, json=body)).json() for _ in range(4)]
     assert results[0] == 2
-    for answer in answers:
+    for answer in answers if path != "/rerank" else ():  # TEI's answer is the ranks alone
         answer.pop("id", None)
         answer.pop("request_id", None)
         answer.get("usage", {}).pop("cache_hits", None)

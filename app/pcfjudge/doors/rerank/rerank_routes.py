@@ -30,13 +30,16 @@ from pcfjudge.doors.rerank.rerank_protocol import (
     TeiRank,
     TeiRerankRequest,
 )
+from pcfjudge.engine.judge import Judge
 from pcfjudge.engine.listwise_runs import ListwiseTask
 from pcfjudge.engine.plan import Plan
 from pcfjudge.engine.progress import AnswerBy, Watch
 from pcfjudge.http.deps import ServicesDep, door, services_of, watch_of
 from pcfjudge.http.error_handlers import ERROR_RESPONSES, STREAM_RESPONSE, as_api_error, documented
 from pcfjudge.http.read_body import ReadRoute
+from pcfjudge.kept import KeptFor
 from pcfjudge.services import Services
+from pcfjudge.settings import Settings
 
 TEI_STATUS: dict[int, tuple[int, str]] = {
     400: (400, "Empty"),
@@ -140,15 +143,9 @@ async def tei_rerank(body: TeiRerankRequest, request: Request) -> JSONResponse:
     ``score`` is consensus/100 (``raw_scores``: the consensus, 0–100); ties keep equal scores in request order.
     """
     services = services_of(request)  # the door's shape (one body and the request): ``http.read_body``'s lean handler
-    s = services.settings
-    query, texts = body.query, list(body.texts)
-    if body.truncate:
-        keep_end = body.truncation_direction.lower() == "left"
-        query = cut(query, s.max_question_chars, keep_end)
-        texts = [cut(text, s.max_candidate_chars, keep_end) for text in texts]
-    model = judge_model(services.judge, None, body.pcfjudge)
+    s, judge = services.settings, services.judge
     watch = watch_of(request, _deadline(services, body.pcfjudge, request))
-    plan = services.judge.checked(build_task(s, query, texts, body.pcfjudge, model, "texts"))
+    plan = _TEI_PLANS.derive(body, (s, judge), lambda: _tei_plan(body, s, judge))  # once per body, as Cohere's
     include_runs = body.pcfjudge is not None and body.pcfjudge.include_runs
     at = door(request, "rerank")  # TEI's rerank never streams
     ranked = await rerank(services.judge, services.metrics, request.state.request_id, plan, include_runs, at, watch)
@@ -163,6 +160,19 @@ async def tei_rerank(body: TeiRerankRequest, request: Request) -> JSONResponse:
         for i in ranked.order
     ]
     return JSONResponse(ranks)
+
+
+def _tei_plan(body: TeiRerankRequest, s: Settings, judge: Judge) -> Plan[ListwiseTask]:
+    query, texts = body.query, list(body.texts)
+    if body.truncate:
+        keep_end = body.truncation_direction.lower() == "left"
+        query = cut(query, s.max_question_chars, keep_end)
+        texts = [cut(text, s.max_candidate_chars, keep_end) for text in texts]
+    model = judge_model(judge, None, body.pcfjudge)
+    return judge.checked(build_task(s, query, texts, body.pcfjudge, model, "texts"))
+
+
+_TEI_PLANS: KeptFor[TeiRerankRequest, Plan[ListwiseTask]] = KeptFor(512)
 
 
 @router.post("/v1/rerank", response_model=RerankResponse, responses=COHERE_RESPONSES | STREAM_RESPONSE, tags=["rerank"])
