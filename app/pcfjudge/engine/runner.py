@@ -377,7 +377,7 @@ async def _reporting(
 
 
 def announce_hits(watch: Watch, model: ResolvedModel, hits: int) -> None:
-    """The ``cached`` event of the runs the cache answered (the metrics count cache hits from it)."""
+    """The ``cached`` event of the runs the cache answered (a judgment's span records it: ``engine.judgment_spans``)."""
     if hits and watch.heard:
         watch.announce("cached", {"cache": "hit", "model": model.string, "runs": hits})
 
