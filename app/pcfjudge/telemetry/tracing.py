@@ -4,7 +4,8 @@
 ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``) and neither ``OTEL_SDK_DISABLED=true`` nor ``OTEL_TRACES_EXPORTER=none`` says
 otherwise; the SDK reads the rest itself (``OTEL_SERVICE_NAME``, default ``pcfjudge``; ``OTEL_RESOURCE_ATTRIBUTES``,
 ``OTEL_TRACES_SAMPLER[_ARG]``, ``OTEL_BSP_*``, ``OTEL_EXPORTER_OTLP_[TRACES_]HEADERS``/``TIMEOUT``/``COMPRESSION``/
-certificates). ``setup()`` and ``shutdown()`` are called by the app's lifespan.
+certificates). ``setup()`` and ``shutdown()`` are called by the app's lifespan. The SDK's batch processor and OTLP
+exporter send the spans; the exporter's encoding is ``telemetry.otlp``'s (the same bytes, a fifth of the time).
 
 **Off** otherwise: nothing of the SDK is imported (only the API, which FastAPI imports anyway), no provider or export
 thread exists, no header is read or written, and every helper here returns at its first line (``_TRACER is None``).
@@ -104,11 +105,12 @@ def setup() -> bool:
     endpoint = exporting(os.environ)
     if endpoint is None:
         return False
-    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
     from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
     from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+    from pcfjudge.telemetry.otlp import SpanExporter
 
     protocol = os.environ.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL") or os.environ.get("OTEL_EXPORTER_OTLP_PROTOCOL")
     if protocol not in (None, "", "http/protobuf"):
@@ -120,7 +122,7 @@ def setup() -> bool:
     if "service.version=" not in named:
         attributes["service.version"] = __version__
     provider = TracerProvider(resource=Resource.create(attributes), shutdown_on_exit=False)
-    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
+    provider.add_span_processor(BatchSpanProcessor(SpanExporter()))
     _PROVIDER, _PROPAGATOR = provider, TraceContextTextMapPropagator()
     _TRACER = provider.get_tracer(SCOPE, __version__)
     _USERS = 1

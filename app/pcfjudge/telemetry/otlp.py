@@ -1,0 +1,254 @@
+"""Spans to OTLP/protobuf bytes, written directly, and the exporter that sends them (``telemetry.tracing`` uses it).
+
+The SDK's OTLP exporter builds a protobuf message object per span, attribute and value, then serializes them: about
+100 µs per span of the exporter thread's time, holding the GIL, which on a warm request costs more than the request
+(docs/performance.md, "Tracing"). This writes the same ``ExportTraceServiceRequest`` as bytes (the wire format is
+tags, lengths and values: protobuf's encoding guide), keeping what repeats from span to span: a resource and a scope
+are encoded once, and an attribute whose key and value were seen before (the route, the model, the status) is one
+dictionary lookup. ``tests/telemetry/test_otlp.py`` parses what this writes with the official ``opentelemetry-proto``
+messages and compares it with the SDK's own encoding, field for field.
+
+Sending is the SDK's (``OTLPSpanExporter``: endpoint, headers, TLS, compression, timeout, retries, all from the
+standard variables); only ``export`` is replaced.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from struct import Struct
+from typing import TYPE_CHECKING, Any
+
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk.trace.export import SpanExportResult
+
+if TYPE_CHECKING:
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import Event, ReadableSpan
+    from opentelemetry.sdk.util.instrumentation import InstrumentationScope
+    from opentelemetry.trace import Link, SpanContext
+
+log = logging.getLogger("pcfjudge")
+
+_FIXED64 = Struct("<Q").pack
+_FIXED32 = Struct("<I").pack
+_DOUBLE = Struct("<d").pack
+_HAS_IS_REMOTE, _IS_REMOTE = 0x100, 0x200  # SpanFlags: bit 8 says whether bit 9 (the parent is remote) is known
+_HASHABLE = frozenset({str, bool, int, float})  # a tuple may hold a list: not kept
+_KEPT = 8192  # attributes kept encoded; more, and the table starts again (a request id is new every time)
+
+
+def _varint(n: int) -> bytes:
+    if n < 0:
+        n += 1 << 64  # int64: two's complement, ten bytes
+    out = bytearray()
+    while n > 0x7F:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+_SHORT = [_varint(n) for n in range(1 << 14)]
+
+
+def _sized(tag: bytes, payload: bytes) -> bytes:
+    """A length-delimited field: ``tag``, the payload's length, the payload."""
+    n = len(payload)
+    return tag + (_SHORT[n] if n < 16384 else _varint(n)) + payload
+
+
+def _text(tag: bytes, value: str) -> bytes:
+    return _sized(tag, value.encode())
+
+
+# ── attributes ───────────────────────────────────────────────────────────────────────────────────────────────────
+
+
+def _value(value: Any) -> bytes:
+    """An ``AnyValue``'s fields (as the SDK's ``_encode_value``: a oneof, so a zero or an empty string is written)."""
+    if value is None:
+        return b""
+    if isinstance(value, bool):
+        return b"\x10\x01" if value else b"\x10\x00"
+    if isinstance(value, str):
+        return _text(b"\x0a", value)
+    if isinstance(value, int):
+        return b"\x18" + _varint(value)
+    if isinstance(value, float):
+        return b"\x21" + _DOUBLE(value)
+    if isinstance(value, bytes):
+        return _sized(b"\x3a", value)
+    if isinstance(value, Sequence):
+        return _sized(b"\x2a", b"".join(_sized(b"\x0a", _value(v)) for v in value))
+    if isinstance(value, Mapping):
+        return _sized(b"\x32", b"".join(_sized(b"\x0a", _key_value(str(k), v)) for k, v in value.items()))
+    raise TypeError(f"an attribute of type {type(value).__name__} has no OTLP encoding")
+
+
+def _key_value(key: str, value: Any) -> bytes:
+    return _text(b"\x0a", key) + _sized(b"\x12", _value(value))
+
+
+class _Attributes:
+    """``repeated KeyValue`` fields, keeping each (key, type, value) seen as its encoded bytes."""
+
+    __slots__ = ("_kept",)
+
+    def __init__(self) -> None:
+        self._kept: dict[tuple[str, type, Any], bytes] = {}
+
+    def __call__(self, tag: bytes, attributes: Mapping[str, Any] | None) -> list[bytes]:
+        if not attributes:
+            return []
+        kept, out = self._kept, []
+        for key, value in attributes.items():
+            hashable = value.__class__ in _HASHABLE
+            found = kept.get((key, value.__class__, value)) if hashable else None
+            if found is None:
+                try:
+                    found = _sized(tag, _key_value(key, value))
+                except (TypeError, ValueError) as error:  # as the SDK's encoder: the attribute is left out
+                    log.error("tracing: attribute %s not exported: %s", key, error)
+                    continue
+                if hashable:
+                    if len(kept) >= _KEPT:
+                        kept.clear()
+                    kept[(key, value.__class__, value)] = found
+            out.append(found)
+        return out
+
+
+# ── spans ────────────────────────────────────────────────────────────────────────────────────────────────────────
+
+
+class SpanEncoder:
+    """``encode(spans)``: an ``ExportTraceServiceRequest``'s bytes. One per exporter (its tables are its own)."""
+
+    def __init__(self) -> None:
+        self._span_attributes = _Attributes()  # tag 9: Span.attributes
+        self._event_attributes = _Attributes()  # tag 3: Event.attributes
+        self._scoped: dict[int, tuple[object, bytes]] = {}  # id(resource or scope) -> (it, its encoded message)
+
+    def encode(self, spans: Sequence[ReadableSpan]) -> bytes:
+        scoped: dict[tuple[int, int], tuple[Resource, InstrumentationScope | None, list[bytes]]] = {}
+        for span in spans:
+            resource, scope = span.resource, span.instrumentation_scope
+            group = scoped.get((id(resource), id(scope)))
+            if group is None:
+                group = scoped[(id(resource), id(scope))] = (resource, scope, [])
+            group[2].append(_sized(b"\x12", self._span(span)))  # ScopeSpans.spans
+        resources: dict[int, tuple[Resource, list[bytes]]] = {}
+        for resource, scope, encoded in scoped.values():
+            body = _sized(b"\x0a", self._scope(scope)) + b"".join(encoded)
+            if scope is not None and scope.schema_url:
+                body += _text(b"\x1a", scope.schema_url)
+            resources.setdefault(id(resource), (resource, []))[1].append(_sized(b"\x12", body))  # .scope_spans
+        out = []
+        for resource, scope_spans in resources.values():
+            body = _sized(b"\x0a", self._resource(resource)) + b"".join(scope_spans)
+            if resource.schema_url:
+                body += _text(b"\x1a", resource.schema_url)
+            out.append(_sized(b"\x0a", body))  # ExportTraceServiceRequest.resource_spans
+        return b"".join(out)
+
+    def _resource(self, resource: Resource) -> bytes:
+        kept = self._scoped.get(id(resource))
+        if kept is None or kept[0] is not resource:
+            kept = self._scoped[id(resource)] = (resource, b"".join(_Attributes()(b"\x0a", resource.attributes)))
+        return kept[1]
+
+    def _scope(self, scope: InstrumentationScope | None) -> bytes:
+        if scope is None:
+            return b""
+        kept = self._scoped.get(id(scope))
+        if kept is None or kept[0] is not scope:
+            encoded = _text(b"\x0a", scope.name) if scope.name else b""
+            encoded += _text(b"\x12", scope.version) if scope.version else b""
+            encoded += b"".join(_Attributes()(b"\x1a", scope.attributes))
+            kept = self._scoped[id(scope)] = (scope, encoded)
+        return kept[1]
+
+    def _span(self, span: ReadableSpan) -> bytes:
+        context, parent = span.context, span.parent
+        assert context is not None
+        parts = [b"\x0a\x10" + context.trace_id.to_bytes(16, "big"), b"\x12\x08" + context.span_id.to_bytes(8, "big")]
+        if context.trace_state:
+            parts.append(_text(b"\x1a", ",".join(f"{k}={v}" for k, v in context.trace_state.items())))
+        if parent is not None:
+            parts.append(b"\x22\x08" + parent.span_id.to_bytes(8, "big"))
+        if span.name:
+            parts.append(_text(b"\x2a", span.name))
+        parts.append(b"\x30" + _SHORT[span.kind.value + 1])  # the proto's SpanKind counts from UNSPECIFIED = 0
+        if span.start_time:
+            parts.append(b"\x39" + _FIXED64(span.start_time))
+        if span.end_time:
+            parts.append(b"\x41" + _FIXED64(span.end_time))
+        parts += self._span_attributes(b"\x4a", span.attributes)
+        if span.dropped_attributes:
+            parts.append(b"\x50" + _varint(span.dropped_attributes))
+        parts += (_sized(b"\x5a", self._event(event)) for event in span.events)
+        if span.dropped_events:
+            parts.append(b"\x60" + _varint(span.dropped_events))
+        parts += (_sized(b"\x6a", self._link(link)) for link in span.links)
+        if span.dropped_links:
+            parts.append(b"\x70" + _varint(span.dropped_links))
+        status = span.status
+        code = status.status_code.value
+        parts.append(
+            _sized(
+                b"\x7a",
+                (_text(b"\x12", status.description) if status.description else b"")
+                + (b"\x18" + _SHORT[code] if code else b""),
+            )
+        )
+        parts.append(b"\x85\x01" + _FIXED32(_flags(parent)))
+        return b"".join(parts)
+
+    def _event(self, event: Event) -> bytes:
+        parts = [b"\x09" + _FIXED64(event.timestamp)] if event.timestamp else []
+        if event.name:
+            parts.append(_text(b"\x12", event.name))
+        parts += self._event_attributes(b"\x1a", event.attributes)
+        if event.dropped_attributes:
+            parts.append(b"\x20" + _varint(event.dropped_attributes))
+        return b"".join(parts)
+
+    def _link(self, link: Link) -> bytes:
+        context = link.context
+        parts = [b"\x0a\x10" + context.trace_id.to_bytes(16, "big"), b"\x12\x08" + context.span_id.to_bytes(8, "big")]
+        parts += _Attributes()(b"\x22", link.attributes)
+        if link.dropped_attributes:
+            parts.append(b"\x28" + _varint(link.dropped_attributes))
+        parts.append(b"\x35" + _FIXED32(_flags(context)))
+        return b"".join(parts)
+
+
+def _flags(context: SpanContext | None) -> int:
+    """As the SDK writes a span's and a link's ``flags``: whether the parent (the linked span) is remote."""
+    return _HAS_IS_REMOTE | _IS_REMOTE if context is not None and context.is_remote else _HAS_IS_REMOTE
+
+
+# ── the exporter ─────────────────────────────────────────────────────────────────────────────────────────────────
+
+
+class SpanExporter(OTLPSpanExporter):
+    """The SDK's OTLP/HTTP span exporter, encoding with ``SpanEncoder``. Should a release of the SDK no longer keep
+    its HTTP client where this looks for it, each batch goes the SDK's own way (slower, the same on the wire) and
+    ``tests/telemetry/test_otlp.py`` says so."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._encoder = SpanEncoder()
+        self.direct = callable(getattr(getattr(self, "_client", None), "export", None))
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        if not self.direct or getattr(self, "_shutdown", False):
+            return super().export(spans)
+        try:
+            data = self._encoder.encode(spans)
+        except Exception as error:  # as the SDK's exporter: a batch that cannot be encoded is dropped, and said so
+            log.error("tracing: a batch of %d spans could not be encoded: %s", len(spans), error)
+            return SpanExportResult.FAILURE
+        result = self._client.export(data)
+        return SpanExportResult.SUCCESS if result.success else SpanExportResult.FAILURE
