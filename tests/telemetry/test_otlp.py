@@ -6,19 +6,19 @@ what it sent)."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
 
 import pytest
 from opentelemetry import trace
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import ReadableSpan, SpanLimits, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
-from opentelemetry.sdk.trace.export import SpanExporter as Collect
+from opentelemetry.sdk.trace import ReadableSpan, SpanLimits
+from opentelemetry.sdk.trace.export import SpanExportResult
 from opentelemetry.trace import Link, NonRecordingSpan, SpanContext, SpanKind, Status, StatusCode, TraceFlags
 from opentelemetry.trace.span import TraceState
 from pcfjudge.telemetry.otlp import SpanEncoder, SpanExporter
+
+from tests.support.otel import Kept, provider
 
 REMOTE = SpanContext(
     0x4BF92F3577B34DA6A3CE929D0E0E4736,
@@ -29,21 +29,6 @@ REMOTE = SpanContext(
 )
 
 
-class _Kept(Collect):
-    def __init__(self) -> None:
-        self.spans: list[ReadableSpan] = []
-
-    def export(self, spans: object) -> SpanExportResult:
-        self.spans.extend(spans)  # type: ignore[call-overload]
-        return SpanExportResult.SUCCESS
-
-
-def _provider(kept: _Kept, resource: dict[str, object], limits: SpanLimits | None = None) -> TracerProvider:
-    provider = TracerProvider(resource=Resource.create(resource), span_limits=limits, shutdown_on_exit=False)
-    provider.add_span_processor(SimpleSpanProcessor(kept))
-    return provider
-
-
 def _same(spans: list[ReadableSpan], encoder: SpanEncoder | None = None) -> None:
     ours = ExportTraceServiceRequest.FromString((encoder or SpanEncoder()).encode(spans))
     theirs = encode_spans(spans)
@@ -52,12 +37,12 @@ def _same(spans: list[ReadableSpan], encoder: SpanEncoder | None = None) -> None
 
 
 @pytest.fixture
-def kept() -> Iterator[_Kept]:
-    yield _Kept()
+def kept() -> Kept:
+    return Kept()
 
 
-def test_a_request_span_a_judgment_and_a_call_as_the_service_makes_them(kept: _Kept) -> None:
-    tracer = _provider(kept, {"service.name": "pcfjudge", "service.version": "1.2.3"}).get_tracer("pcfjudge", "1.2.3")
+def test_a_request_span_a_judgment_and_a_call_as_the_service_makes_them(kept: Kept) -> None:
+    tracer = provider(kept, {"service.name": "pcfjudge", "service.version": "1.2.3"}).get_tracer("pcfjudge", "1.2.3")
     parent = trace.set_span_in_context(NonRecordingSpan(REMOTE))
     request = tracer.start_span(
         "POST",
@@ -85,9 +70,11 @@ def test_a_request_span_a_judgment_and_a_call_as_the_service_makes_them(kept: _K
     _same(kept.spans)
 
 
-def test_every_attribute_type_links_limits_and_an_unset_status(kept: _Kept) -> None:
+def test_every_attribute_type_links_limits_and_an_unset_status(kept: Kept) -> None:
     limits = SpanLimits(max_span_attributes=6, max_events=2, max_links=1, max_event_attributes=2)
-    tracer = _provider(kept, {"service.name": "x", "deployment.environment": "test", "n": 3}, limits).get_tracer("t")
+    tracer = provider(kept, {"service.name": "x", "deployment.environment": "test", "n": 3}, limits=limits).get_tracer(
+        "t"
+    )
     link = Link(REMOTE, {"why": "batched", "n": -1})
     local = SpanContext(0x0AF7651916CD43DD8448EB211C80319C, 0xB7AD6B7169203331, is_remote=False)
     span = tracer.start_span(
@@ -121,9 +108,9 @@ def test_every_attribute_type_links_limits_and_an_unset_status(kept: _Kept) -> N
     _same(kept.spans)
 
 
-def test_spans_of_two_resources_and_two_scopes_group_as_the_sdks_do(kept: _Kept) -> None:
-    first = _provider(kept, {"service.name": "a"})
-    second = _provider(kept, {"service.name": "b"})
+def test_spans_of_two_resources_and_two_scopes_group_as_the_sdks_do(kept: Kept) -> None:
+    first = provider(kept, {"service.name": "a"})
+    second = provider(kept, {"service.name": "b"})
     tracers = [
         first.get_tracer("one", "1"),
         second.get_tracer("two", schema_url="https://opentelemetry.io/s/1.30"),
@@ -136,9 +123,9 @@ def test_spans_of_two_resources_and_two_scopes_group_as_the_sdks_do(kept: _Kept)
     _same(kept.spans[2:], encoder)  # what an encoder keeps from one batch serves the next
 
 
-def test_an_attribute_seen_again_is_the_same_bytes_and_types_stay_apart(kept: _Kept) -> None:
+def test_an_attribute_seen_again_is_the_same_bytes_and_types_stay_apart(kept: Kept) -> None:
     """The table of encoded attributes keys on the value's type: 1, 1.0 and True are three values."""
-    tracer = _provider(kept, {"service.name": "x"}).get_tracer("t")
+    tracer = provider(kept, {"service.name": "x"}).get_tracer("t")
     for value in (1, 1.0, True, 1, True, 1.0):
         tracer.start_span("s", attributes={"v": value}).end()
     encoder = SpanEncoder()
@@ -163,7 +150,7 @@ def test_an_attribute_that_cannot_be_encoded_is_left_out_and_said(caplog: pytest
     assert "attribute odd not exported" in caplog.text
 
 
-def test_the_exporter_sends_what_the_encoder_writes(monkeypatch: pytest.MonkeyPatch, kept: _Kept) -> None:
+def test_the_exporter_sends_what_the_encoder_writes(monkeypatch: pytest.MonkeyPatch, kept: Kept) -> None:
     """The service's exporter is the SDK's with ``export`` replaced: it finds the SDK's HTTP client (a release that
     moves it makes this fail, and the exporter falls back to the SDK's own encoding) and hands it the bytes."""
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "http://127.0.0.1:9/v1/traces")
@@ -177,7 +164,7 @@ def test_the_exporter_sends_what_the_encoder_writes(monkeypatch: pytest.MonkeyPa
             return type("Result", (), {"success": len(sent) == 1})()
 
     exporter._client = Client()  # type: ignore[assignment]  # the wire itself is test_tracing.py's
-    tracer = _provider(kept, {"service.name": "x"}).get_tracer("t")
+    tracer = provider(kept, {"service.name": "x"}).get_tracer("t")
     tracer.start_span("s", attributes={"a": 1}).end()
     assert exporter.export(kept.spans) is SpanExportResult.SUCCESS
     assert ExportTraceServiceRequest.FromString(sent[0]) == encode_spans(kept.spans)

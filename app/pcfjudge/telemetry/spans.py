@@ -16,11 +16,13 @@ from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from pcfjudge.telemetry import tracing
+from pcfjudge.telemetry.light_spans import start_span
 from pcfjudge.telemetry.tracing import CARRIED, HEADER, UNTRACED, Attributes
 
 if TYPE_CHECKING:
     from opentelemetry.context import Context
-    from opentelemetry.trace import Span, Tracer
+    from opentelemetry.sdk.trace import Tracer
+    from opentelemetry.trace import Span
 
     from pcfjudge.types import Usage
 
@@ -50,7 +52,7 @@ def server_span(scope: Mapping[str, Any], request_id: str) -> Span | None:
         "url.scheme": scope.get("scheme", "http"),
         "pcfjudge.request_id": request_id,
     }
-    return tracer.start_span(method, context=parent, kind=SpanKind.SERVER, attributes=attributes)
+    return start_span(tracer, method, context=parent, kind=SpanKind.SERVER, attributes=attributes)
 
 
 def trace_id(span: Span) -> str:
@@ -97,8 +99,8 @@ class Judgment:
         """The judgment is about to wait for calls: its span exists, and is current in this task."""
         span = self.span
         if span is None:
-            span = self.span = _tracer().start_span(
-                self.name, context=self._parent, attributes=self.attributes, start_time=self._start_ns
+            span = self.span = start_span(
+                _tracer(), self.name, context=self._parent, attributes=self.attributes, start_time=self._start_ns
             )
             for name, attributes, at in self._events:
                 span.add_event(name, attributes, at)
@@ -187,4 +189,4 @@ def backend_call(provider: str, model: str, string: str, temperature: float | No
     }
     if temperature is not None:
         attributes["gen_ai.request.temperature"] = temperature
-    return Call(_tracer().start_span(f"chat {model}", kind=SpanKind.CLIENT, attributes=attributes))
+    return Call(start_span(_tracer(), f"chat {model}", kind=SpanKind.CLIENT, attributes=attributes))

@@ -34,15 +34,15 @@ import time
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from opentelemetry import trace  # the API only (FastAPI and the Anthropic SDK import it anyway); the SDK comes later
 
 from pcfjudge._version import __version__
 
 if TYPE_CHECKING:
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.trace import Span, Tracer
+    from opentelemetry.sdk.trace import Tracer, TracerProvider
+    from opentelemetry.trace import Span
     from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 log = logging.getLogger("pcfjudge")
@@ -124,7 +124,7 @@ def setup() -> bool:
     provider = TracerProvider(resource=Resource.create(attributes), shutdown_on_exit=False)
     provider.add_span_processor(BatchSpanProcessor(SpanExporter()))
     _PROVIDER, _PROPAGATOR = provider, TraceContextTextMapPropagator()
-    _TRACER = provider.get_tracer(SCOPE, __version__)
+    _TRACER = cast("Tracer", provider.get_tracer(SCOPE, __version__))  # the SDK's: ``light_spans`` reads its parts
     _USERS = 1
     log.info("tracing on: spans go over OTLP/HTTP to %s", endpoint)
     return True
