@@ -380,3 +380,26 @@ async def test_a_failed_judgment_marks_its_calls_its_judgment_and_its_request(
             1,
         )
         assert call.events == [("retry", {"error.type": "provider_error"})]
+
+
+async def test_a_trace_the_caller_did_not_sample_makes_no_span_yet_carries_the_trace(
+    tracing_on: OtlpReceiver, fake: FakeProvider
+) -> None:
+    """Parent-based sampling (the default): a caller's ``traceparent`` with the sampled flag off makes no span of the
+    request, its judgment or its calls (none is started: ``tracing.unsampled``), while the answer still names the trace
+    and each provider request carries it on, unsampled. A sampled request after it is traced whole."""
+    async with app_client(provider_settings("openai", fake)) as client:
+        quiet = await client.post(
+            "/judge/listwise", json=LISTWISE, headers={"traceparent": f"00-{SECOND_TRACE}-{CALLER_SPAN}-00"}
+        )
+        sent = [r["traceparent"] for r in fake.calls(last=10)["requests"]]
+        loud = await client.post(
+            "/judge/listwise",
+            json={**LISTWISE, "question": "And the third moon?"},
+            headers={"traceparent": traceparent(CALLER_TRACE)},
+        )
+    assert quiet.status_code == loud.status_code == 200 and quiet.headers["x-trace-id"] == SECOND_TRACE
+    assert len(sent) == 3 and all(t.startswith(f"00-{SECOND_TRACE}-") and t.endswith("-00") for t in sent), sent
+    spans = tracing_on.wait_for(lambda got: len(of_trace(got, CALLER_TRACE)) >= 5, what="the sampled request's spans")
+    assert not of_trace(spans, SECOND_TRACE)
+    assert sorted(s.kind for s in of_trace(spans, CALLER_TRACE)) == ["CLIENT"] * 3 + ["INTERNAL", "SERVER"]

@@ -37,8 +37,8 @@ async def traced(
 ) -> R:
     """Await ``judgment(watch)`` (of ``task``) as ``judge listwise`` / ``pairwise`` / ``chat``, made from the events
     it hears (``spans.Judgment``): a span once it waits for calls, else one event on the request's span; with
-    tracing off, only await it."""
-    if not tracing.on():
+    tracing off, or in a trace not sampled (``tracing.unsampled``), only await it."""
+    if not tracing.on() or tracing.unsampled():
         return await judgment(watch)
     name = "chat" if isinstance(task, ChatTask) else "pairwise" if isinstance(task, PairwiseTask) else "listwise"
     started = task_attributes(task)
@@ -67,7 +67,7 @@ def _heard(span: spans.Judgment, event: RunEvent) -> None:
         return
     name = _SPAN_EVENTS.get(event.kind)
     if name is not None:
-        span.event(name, {f"pcfjudge.{k}": v for k, v in event.data.items() if isinstance(v, str | int | float)})
+        span.event(name, event.data)
 
 
 def task_attributes(task: ListwiseTask | PairwiseTask | ChatTask) -> tracing.Attributes:

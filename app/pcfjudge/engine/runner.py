@@ -232,8 +232,9 @@ class Runner:
             await claim.release()
 
     async def _call(self, spec: CallSpec, model: ResolvedModel, by: Attempts, cache_mode: CacheMode) -> CallOutcome:
-        """One backend call, its retries included: in a span of its own when tracing is on (``telemetry.tracing``)."""
-        if not tracing.on():
+        """One backend call, its retries included: in a span of its own when tracing is on (``telemetry.tracing``)
+        and the trace it is in is sampled."""
+        if not tracing.on() or tracing.unsampled():
             return await self._attempts(spec, model, by, cache_mode)
         params = spec.call.params
         provider = getattr(model.backend, "provider", model.provider)  # the wire's: openai for an engine too

@@ -46,8 +46,8 @@ class LightSpan(trace.Span):
     methods to make it. Changes after ``end()`` are ignored, as the SDK's span ignores them."""
 
     __slots__ = (
-        "_processor", "attributes", "context", "end_time", "events", "kind", "name", "parent", "resource",
-        "start_time", "status",
+        "_exemplar", "_processor", "attributes", "context", "end_time", "events", "kind", "name", "parent",
+        "resource", "start_time", "status",
     )  # fmt: skip
     links: Sequence[trace.Link] = ()
     dropped_attributes = dropped_events = dropped_links = 0
@@ -62,6 +62,18 @@ class LightSpan(trace.Span):
         self.events: list[Event] = []
         self.resource: Resource = tracer.resource
         self._processor = tracer.span_processor
+        self._exemplar: dict[str, str] | None = None
+
+    def exemplar(self) -> dict[str, str]:
+        """Its trace and span ids in hex, as a Prometheus exemplar's labels (made once: a request's span names two
+        observations, its ``X-Trace-Id`` header and its access log line)."""
+        if self._exemplar is None:
+            context = self.context
+            self._exemplar = {
+                "trace_id": context.trace_id.to_bytes(16, "big").hex(),
+                "span_id": context.span_id.to_bytes(8, "big").hex(),
+            }
+        return self._exemplar
 
     def get_span_context(self) -> SpanContext:
         return self.context

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace import Event, ReadableSpan
     from opentelemetry.sdk.util.instrumentation import InstrumentationScope
-    from opentelemetry.trace import Link, SpanContext
+    from opentelemetry.trace import Link, SpanContext, SpanKind
 
 log = logging.getLogger("pcfjudge")
 
@@ -129,6 +129,7 @@ class SpanEncoder:
         self._span_attributes = _Attributes()  # tag 9: Span.attributes
         self._event_attributes = _Attributes()  # tag 3: Event.attributes
         self._scoped: dict[int, tuple[object, bytes]] = {}  # id(resource or scope) -> (it, its encoded message)
+        self._names: dict[tuple[str, SpanKind], bytes] = {}
 
     def encode(self, spans: Sequence[ReadableSpan]) -> bytes:
         scoped: dict[tuple[int, int], tuple[Resource, InstrumentationScope | None, list[bytes]]] = {}
@@ -177,9 +178,7 @@ class SpanEncoder:
             parts.append(_text(b"\x1a", ",".join(f"{k}={v}" for k, v in context.trace_state.items())))
         if parent is not None:
             parts.append(b"\x22\x08" + parent.span_id.to_bytes(8, "big"))
-        if span.name:
-            parts.append(_text(b"\x2a", span.name))
-        parts.append(b"\x30" + _SHORT[span.kind.value + 1])  # the proto's SpanKind counts from UNSPECIFIED = 0
+        parts.append(self._named(span.name, span.kind))
         if span.start_time:
             parts.append(b"\x39" + _FIXED64(span.start_time))
         if span.end_time:
@@ -187,23 +186,33 @@ class SpanEncoder:
         parts += self._span_attributes(b"\x4a", span.attributes)
         if span.dropped_attributes:
             parts.append(b"\x50" + _varint(span.dropped_attributes))
-        parts += (_sized(b"\x5a", self._event(event)) for event in span.events)
+        for event in span.events:
+            parts.append(_sized(b"\x5a", self._event(event)))
         if span.dropped_events:
             parts.append(b"\x60" + _varint(span.dropped_events))
-        parts += (_sized(b"\x6a", self._link(link)) for link in span.links)
+        for link in span.links:
+            parts.append(_sized(b"\x6a", self._link(link)))
         if span.dropped_links:
             parts.append(b"\x70" + _varint(span.dropped_links))
         status = span.status
-        code = status.status_code.value
-        parts.append(
-            _sized(
-                b"\x7a",
-                (_text(b"\x12", status.description) if status.description else b"")
-                + (b"\x18" + _SHORT[code] if code else b""),
-            )
-        )
-        parts.append(b"\x85\x01" + _FIXED32(_flags(parent)))
+        code, description = status.status_code.value, status.description
+        if code or description:
+            message = _text(b"\x12", description) if description else b""
+            parts.append(_sized(b"\x7a", message + (b"\x18" + _SHORT[code] if code else b"")))
+        else:
+            parts.append(b"\x7a\x00")  # UNSET, no message: an empty Status, as the SDK's encoder writes it
+        parts.append(_REMOTE_PARENT if parent is not None and parent.is_remote else _LOCAL_PARENT)
         return b"".join(parts)
+
+    def _named(self, name: str, kind: SpanKind) -> bytes:
+        """A span's ``name`` and ``kind`` fields (kept: a service names its spans from a few patterns)."""
+        found = self._names.get((name, kind))
+        if found is None:
+            found = (_text(b"\x2a", name) if name else b"") + b"\x30" + _SHORT[kind.value + 1]  # UNSPECIFIED is 0
+            if len(self._names) >= _KEPT:
+                self._names.clear()
+            self._names[(name, kind)] = found
+        return found
 
     def _event(self, event: Event) -> bytes:
         parts = [b"\x09" + _FIXED64(event.timestamp)] if event.timestamp else []
@@ -227,6 +236,10 @@ class SpanEncoder:
 def _flags(context: SpanContext | None) -> int:
     """As the SDK writes a span's and a link's ``flags``: whether the parent (the linked span) is remote."""
     return _HAS_IS_REMOTE | _IS_REMOTE if context is not None and context.is_remote else _HAS_IS_REMOTE
+
+
+_LOCAL_PARENT = b"\x85\x01" + _FIXED32(_HAS_IS_REMOTE)  # Span.flags (fixed32, field 16): a local parent, or none
+_REMOTE_PARENT = b"\x85\x01" + _FIXED32(_HAS_IS_REMOTE | _IS_REMOTE)
 
 
 # ── the exporter ─────────────────────────────────────────────────────────────────────────────────────────────────

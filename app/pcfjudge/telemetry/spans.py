@@ -16,7 +16,7 @@ from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from pcfjudge.telemetry import tracing
-from pcfjudge.telemetry.light_spans import start_span
+from pcfjudge.telemetry.light_spans import LightSpan, start_span
 from pcfjudge.telemetry.tracing import CARRIED, HEADER, UNTRACED, Attributes
 
 if TYPE_CHECKING:
@@ -56,6 +56,8 @@ def server_span(scope: Mapping[str, Any], request_id: str) -> Span | None:
 
 
 def trace_id(span: Span) -> str:
+    if isinstance(span, LightSpan):
+        return span.exemplar()["trace_id"]
     return format(span.get_span_context().trace_id, "032x")
 
 
@@ -77,6 +79,10 @@ def end_request(span: Span, method: str, route: str, status: int, key: str) -> N
     span.end()
 
 
+def event_attributes(data: Mapping[str, object]) -> Attributes:
+    return {f"pcfjudge.{k}": v for k, v in data.items() if isinstance(v, str | int | float)}
+
+
 class Judgment:
     """One judgment's span, made from its events (``engine/judgment_spans.py``). It is started by the first event
     that says the judgment waits for more than the cache (``calling``), dated from the judgment's start, with the
@@ -92,7 +98,7 @@ class Judgment:
         self.name, self.attributes, self.span = name, attributes, None
         self._start_ns = time.time_ns()
         self._parent = otel_context.get_current()
-        self._events: list[tuple[str, Attributes, int]] = []
+        self._events: list[tuple[str, Mapping[str, object], int]] = []
         self._attached: list[tuple[object, Token[Context]]] = []  # (task, token): where the span was made current
 
     def calling(self) -> None:
@@ -102,27 +108,30 @@ class Judgment:
             span = self.span = start_span(
                 _tracer(), self.name, context=self._parent, attributes=self.attributes, start_time=self._start_ns
             )
-            for name, attributes, at in self._events:
-                span.add_event(name, attributes, at)
+            for name, data, at in self._events:
+                span.add_event(name, event_attributes(data), at)
             self._events.clear()
         task = asyncio.current_task()
         if all(t is not task for t, _ in self._attached):
             self._attached.append((task, otel_context.attach(trace.set_span_in_context(span))))
 
-    def event(self, name: str, attributes: Attributes) -> None:
-        """An event of the judgment: on its span, or kept for it until it is made."""
+    def event(self, name: str, data: Mapping[str, object]) -> None:
+        """An event of the judgment (``data``: the engine's, each of its numbers and strings an attribute
+        ``pcfjudge.<name>``): on its span, or kept as it came until the span is made (a judgment the cache answered
+        whole makes none, and its events are not recorded one by one)."""
         if self.span is not None:
-            self.span.add_event(name, attributes)
+            self.span.add_event(name, event_attributes(data))
         else:
-            self._events.append((name, attributes, time.time_ns()))
+            self._events.append((name, data, time.time_ns()))
 
     def ended(self, attributes: Attributes, error: str | None = None) -> None:
         """The judgment ended (``error``: its failure's kind): its span gets ``attributes`` and ends; without a span,
         one event named as the span would be, on the current (the request's) span, says what it did."""
-        task = asyncio.current_task()
-        for t, token in reversed(self._attached):
-            if t is task:  # a child task's (a juror's, a window's) context ended with it
-                otel_context.detach(token)
+        if self._attached:
+            task = asyncio.current_task()
+            for t, token in reversed(self._attached):
+                if t is task:  # a child task's (a juror's, a window's) context ended with it
+                    otel_context.detach(token)
         span = self.span
         if error is not None:
             attributes = {**attributes, "error.type": error}

@@ -36,11 +36,15 @@ from contextlib import AbstractContextManager, nullcontext
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, cast
 
+from opentelemetry import context as otel_context
 from opentelemetry import trace  # the API only (FastAPI and the Anthropic SDK import it anyway); the SDK comes later
 
 from pcfjudge._version import __version__
 
 if TYPE_CHECKING:
+    from contextvars import Token
+
+    from opentelemetry.context import Context
     from opentelemetry.sdk.trace import Tracer, TracerProvider
     from opentelemetry.trace import Span
     from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
@@ -148,17 +152,43 @@ def shutdown() -> None:
 
 
 def current(span: Span | None) -> AbstractContextManager[object]:
-    """``span`` is the current span inside the block (nothing happens for None)."""
-    if span is None:
-        return _NULL
-    return trace.use_span(span, end_on_exit=False, record_exception=False, set_status_on_exception=False)
+    """``span`` is the current span inside the block (nothing happens for None); it is not ended on leaving, nor
+    told of an exception (``trace.use_span(span, end_on_exit=False, …=False)``, without its generator)."""
+    return _NULL if span is None else _Current(span)
+
+
+class _Current(AbstractContextManager[object]):
+    __slots__ = ("_span", "_token")
+    _token: Token[Context]
+
+    def __init__(self, span: Span) -> None:
+        self._span = span
+
+    def __enter__(self) -> object:
+        self._token = otel_context.attach(trace.set_span_in_context(self._span))
+        return self._span
+
+    def __exit__(self, *_: object) -> None:
+        otel_context.detach(self._token)
+
+
+def unsampled() -> bool:
+    """Whether the current span is one of a trace the sampler dropped: a span made within it would be dropped too
+    by every sampler ``OTEL_TRACES_SAMPLER`` names (parent-based ones follow the parent; the others decide by trace
+    id, or always the same), so the judgment and call spans are not even started there."""
+    context = trace.get_current_span().get_span_context()
+    return context.is_valid and not context.trace_flags.sampled
 
 
 def exemplar(span: Span | None = None) -> dict[str, str] | None:
     """A Prometheus exemplar naming ``span`` (default: the current span) when it is sampled; None otherwise."""
     if _TRACER is None:
         return None
-    context = (span or trace.get_current_span()).get_span_context()
+    span = span or trace.get_current_span()
+    kept = getattr(span, "exemplar", None)  # a span of this service's (``light_spans``) keeps its own
+    if kept is not None:
+        return kept()  # type: ignore[no-any-return]
+    context = span.get_span_context()
     if not context.trace_flags.sampled:
         return None
     return {"trace_id": format(context.trace_id, "032x"), "span_id": format(context.span_id, "016x")}

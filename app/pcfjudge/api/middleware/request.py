@@ -78,12 +78,14 @@ class RequestMiddleware:
         started = time.perf_counter()
         status = [0]
         header = (b"x-request-id", rid.encode())
-        span = None
+        span: Span | None = None
+        added: tuple[tuple[bytes, bytes], ...] = (header,)
         if tracing.on():
             from pcfjudge.telemetry import spans  # loaded only with tracing on
 
             span = spans.server_span(scope, rid)
-        added = (header,) if span is None else (header, spans.response_header(span))
+            if span is not None:
+                added = (header, spans.response_header(span))
 
         async def send_with_id(message: Message) -> None:
             if message["type"] == "http.response.start":
