@@ -65,8 +65,8 @@ class LightSpan(trace.Span):
         self._exemplar: dict[str, str] | None = None
 
     def exemplar(self) -> dict[str, str]:
-        """Its trace and span ids in hex, as a Prometheus exemplar's labels (made once: a request's span names two
-        observations, its ``X-Trace-Id`` header and its access log line)."""
+        """Its trace and span ids in hex, as a Prometheus exemplar's labels (made once: a request's span names its
+        latency's observation, and its trace id goes in its ``X-Trace-Id`` header and its access log line)."""
         if self._exemplar is None:
             context = self.context
             self._exemplar = {
