@@ -72,9 +72,10 @@ class Pass:
     seconds: float = 0.0
     judgments: int = 0
     failed_runs: int = 0
+    failed_judgments: int = 0  # short of their quorum: the model's own output failed (truncated, unparsable)
     usage: Usage = field(default_factory=Usage)
     one_call_input: list[int] = field(default_factory=list)  # input tokens of one call, per judgment
-    winners: list[tuple[str, ...]] = field(default_factory=list)
+    winners: dict[str, tuple[str, ...]] = field(default_factory=dict)  # by question: judgments finish in any order
 
     @property
     def per_second(self) -> float:
@@ -174,12 +175,16 @@ async def _pcfjudge(
             except JudgingFailed as exc:
                 if all(unreachable(r.error or "") for r in exc.runs):
                     raise EngineGone(engine_gone(bench.url, exc.detail)) from None
-                raise
+                done.failed_judgments += 1  # counted, as its failed runs and the tokens they spent
+                done.failed_runs += sum(1 for r in exc.runs if r.error)
+                for r in exc.runs:
+                    done.usage += r.usage
+                return
         done.judgments += 1
         done.failed_runs += sum(1 for r in result.runs if r.error)
         done.usage += result.usage
         done.one_call_input.append(result.runs[0].usage.input_tokens)
-        done.winners.append(tuple(result.consensus.winners))
+        done.winners[question] = tuple(result.consensus.winners)
 
     started = time.perf_counter()
     await asyncio.gather(*(judgment(q, a) for q, a in work))
@@ -226,7 +231,7 @@ def format_report(bench: EngineBench, passes: list[Pass]) -> str:
         f"{'cached/judg':>13}{'failed runs':>13}",
     ]
     for p in passes:
-        n = max(p.judgments, 1)
+        n = max(p.judgments + p.failed_judgments, 1)  # the tokens of a judgment short of its quorum count too
         lines.append(
             f"{p.name:<24}{p.per_second:>12.3f}{p.seconds:>10.1f}"
             f"{p.usage.output_tokens / n:>14.0f}{p.usage.input_tokens / n:>13.0f}{p.usage.cached_tokens / n:>13.0f}"
@@ -234,8 +239,13 @@ def format_report(bench: EngineBench, passes: list[Pass]) -> str:
         )
     ratio = lean.per_second / bare.per_second if bare.per_second else 0.0
     lines.append(f"throughput pcfjudge / bare client: {ratio:.3f} (target ≥ 0.95)")
+    short = [f"{p.name} {p.failed_judgments}" for p in passes if p.failed_judgments]
+    if short:
+        lines.append(f"judgments short of their quorum (the model's output failed, not the engine): {', '.join(short)}")
     if lean.usage.cached_tokens and lean.one_call_input:
-        evaluated = (lean.usage.input_tokens - lean.usage.cached_tokens) / max(lean.judgments, 1)
+        evaluated = (lean.usage.input_tokens - lean.usage.cached_tokens) / max(
+            lean.judgments + lean.failed_judgments, 1
+        )
         one = statistics.mean(lean.one_call_input)
         lines.append(
             f"prompt tokens evaluated per K={bench.k} judgment: {evaluated:.0f} = {evaluated / one:.2f}× one call's "
@@ -247,9 +257,10 @@ def format_report(bench: EngineBench, passes: list[Pass]) -> str:
             "--enable-prompt-tokens-details do)"
         )
     saved = 1 - lean.usage.output_tokens / full.usage.output_tokens if full.usage.output_tokens else 0.0
-    same = sum(1 for a, b in zip(lean.winners, full.winners, strict=True) if a == b)
+    both = lean.winners.keys() & full.winners.keys()
+    same = sum(1 for q in both if lean.winners[q] == full.winners[q])
     lines.append(
         f"rationales off: {saved:.0%} fewer output tokens, {lean.seconds:.1f}s vs {full.seconds:.1f}s for the same "
-        f"judgments; consensus winners the same in {same} of {len(lean.winners)}"
+        f"judgments; consensus winners the same in {same} of the {len(both)} both completed"
     )
     return "\n".join(lines)

@@ -45,12 +45,15 @@ def test_both_llama_cpp_dialects_give_complete_judgments(engine: str, mode: str,
 async def test_bench_engine_reports_every_figure(engine: str) -> None:
     bench = EngineBench(engine, MODEL_NAME, items=2, k=3, candidates=3, concurrency=2, max_output_tokens=600)
     passes = await run(bench)
-    # Every judgment completes. The engine answers every bare call (200); a pcfjudge run may still fail when
-    # SmolLM2-135M's output does not parse or runs past max_output_tokens (seen once in CI, on another CPU):
-    # the bench counts such runs, and each judgment kept its quorum (2 of 3).
-    assert [p.judgments for p in passes] == [2, 2, 2] and passes[0].failed_runs == 0
-    assert all(p.failed_runs <= p.judgments for p in passes[1:])
+    # The engine answers every bare call (200). A pcfjudge run may still fail when SmolLM2-135M's output does not
+    # parse or runs past max_output_tokens (seen in CI on other CPUs: on an AMD EPYC, two of a judgment's three runs
+    # with rationales truncated at 600 tokens): the bench counts such runs, and a judgment left short of its quorum
+    # (2 of 3) is counted and reported, not the end of the bench.
+    assert passes[0].judgments == 2 and passes[0].failed_runs == passes[0].failed_judgments == 0
+    assert [p.judgments + p.failed_judgments for p in passes] == [2, 2, 2]
+    assert all(p.failed_runs <= p.judgments + 3 * p.failed_judgments for p in passes[1:])  # a quorum: 2 of 3
     report = format_report(bench, passes)
+    assert ("short of their quorum" in report) == any(p.failed_judgments for p in passes)
     assert all(f"{p.failed_runs:>13}" in line for p, line in zip(passes, report.splitlines()[2:5], strict=True))
     assert "throughput pcfjudge / bare client:" in report
     assert "× one call's" in report  # llama-server reports cached prompt tokens
