@@ -8,9 +8,17 @@ import pytest
 from opentelemetry import trace
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from opentelemetry.sdk.trace.sampling import ALWAYS_OFF, ALWAYS_ON, ParentBased, TraceIdRatioBased
+from opentelemetry.sdk.trace.sampling import (
+    ALWAYS_OFF,
+    ALWAYS_ON,
+    Decision,
+    ParentBased,
+    StaticSampler,
+    TraceIdRatioBased,
+)
 from opentelemetry.trace import NonRecordingSpan, SpanContext, SpanKind, Status, StatusCode, TraceFlags
 from opentelemetry.trace.span import TraceState
+from pcfjudge.telemetry import spans, tracing
 from pcfjudge.telemetry.light_spans import LightSpan, start_span
 from pcfjudge.telemetry.otlp import SpanEncoder
 
@@ -88,3 +96,15 @@ def test_a_request_its_judgment_and_a_call_encode_as_the_sdk_would() -> None:
     assert spans["POST /judge/listwise"].parent_span_id == CALLER.span_id.to_bytes(8, "big")
     assert spans["judge listwise"].parent_span_id == spans["POST /judge/listwise"].span_id
     assert spans["chat m"].parent_span_id == spans["judge listwise"].span_id
+
+
+def test_an_exemplar_names_a_sampled_span_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A span recorded but not sampled (a custom sampler's RECORD_ONLY) is never exported: no exemplar names it; a
+    sampled one is named by its ids in hex, the same as its trace id in ``X-Trace-Id``."""
+    monkeypatch.setattr(tracing, "_TRACER", object())  # on, as far as ``exemplar`` asks
+    recorded = start_span(tracer(Kept(), StaticSampler(Decision.RECORD_ONLY)), "r")
+    sampled = start_span(tracer(Kept()), "s")
+    assert recorded.is_recording() and tracing.exemplar(recorded) is None
+    context = sampled.get_span_context()
+    expected = {"trace_id": f"{context.trace_id:032x}", "span_id": f"{context.span_id:016x}"}
+    assert tracing.exemplar(sampled) == expected and spans.trace_id(sampled) == expected["trace_id"]

@@ -46,7 +46,7 @@ class LightSpan(trace.Span):
     methods to make it. Changes after ``end()`` are ignored, as the SDK's span ignores them."""
 
     __slots__ = (
-        "_exemplar", "_processor", "attributes", "context", "end_time", "events", "kind", "name", "parent",
+        "_hex_ids", "_processor", "attributes", "context", "end_time", "events", "kind", "name", "parent",
         "resource", "start_time", "status",
     )  # fmt: skip
     links: Sequence[trace.Link] = ()
@@ -62,18 +62,18 @@ class LightSpan(trace.Span):
         self.events: list[Event] = []
         self.resource: Resource = tracer.resource
         self._processor = tracer.span_processor
-        self._exemplar: dict[str, str] | None = None
+        self._hex_ids: dict[str, str] | None = None
 
-    def exemplar(self) -> dict[str, str]:
+    def hex_ids(self) -> dict[str, str]:
         """Its trace and span ids in hex, as a Prometheus exemplar's labels (made once: a request's span names its
         latency's observation, and its trace id goes in its ``X-Trace-Id`` header and its access log line)."""
-        if self._exemplar is None:
+        if self._hex_ids is None:
             context = self.context
-            self._exemplar = {
+            self._hex_ids = {
                 "trace_id": context.trace_id.to_bytes(16, "big").hex(),
                 "span_id": context.span_id.to_bytes(8, "big").hex(),
             }
-        return self._exemplar
+        return self._hex_ids
 
     def get_span_context(self) -> SpanContext:
         return self.context

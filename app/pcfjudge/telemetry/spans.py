@@ -57,7 +57,7 @@ def server_span(scope: Mapping[str, Any], request_id: str) -> Span | None:
 
 def trace_id(span: Span) -> str:
     if isinstance(span, LightSpan):
-        return span.exemplar()["trace_id"]
+        return span.hex_ids()["trace_id"]
     return format(span.get_span_context().trace_id, "032x")
 
 

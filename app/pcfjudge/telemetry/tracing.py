@@ -185,12 +185,12 @@ def exemplar(span: Span | None = None) -> dict[str, str] | None:
     if _TRACER is None:
         return None
     span = span or trace.get_current_span()
-    kept = getattr(span, "exemplar", None)  # a span of this service's (``light_spans``) keeps its own
+    context = span.get_span_context()
+    if not context.trace_flags.sampled:  # recorded only, or dropped: its trace is not exported
+        return None
+    kept = getattr(span, "hex_ids", None)  # a span of this service's (``light_spans``) keeps its ids in hex
     if kept is not None:
         return kept()  # type: ignore[no-any-return]
-    context = span.get_span_context()
-    if not context.trace_flags.sampled:
-        return None
     return {"trace_id": format(context.trace_id, "032x"), "span_id": format(context.span_id, "016x")}
 
 
