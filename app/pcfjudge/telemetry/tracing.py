@@ -14,7 +14,8 @@ The provider is the service's own: it is not installed as OpenTelemetry's global
 telemetry and the provider SDKs' own spans, which would duplicate these, stay off. Trace context crosses the service
 as W3C ``traceparent``/``tracestate`` only: a caller's ``baggage`` is never passed on to a provider.
 
-Spans (made in ``telemetry.spans``, loaded only with tracing on; docs/operations/tracing.md lists every attribute):
+Spans (made in ``telemetry.spans`` as light records, ``telemetry.light_spans``, loaded only with tracing on;
+docs/operations/tracing.md lists every attribute):
   request    SERVER   ``POST /judge/listwise``: continues the caller's ``traceparent``; its trace id goes back in
                       the ``X-Trace-Id`` header and into the access log line (``trace_id``)
   judgment   INTERNAL ``judge listwise`` / ``judge pairwise`` (``engine/judgment_spans.py``), made from the judgment's
