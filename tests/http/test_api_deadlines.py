@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import random
 import time
 from collections.abc import AsyncGenerator
 from typing import Any
@@ -148,6 +149,29 @@ async def test_pairwise_deadline_and_stream(fake: FakeProvider) -> None:
     assert events[-1][1]["winner"] in ("A", "B", "tie") and events[-1][1]["stopped"] is None
 
 
+class Steady(random.Random):
+    """The simulated judge's latency draws, each the middle of its range: every call takes exactly its latency."""
+
+    def random(self) -> float:
+        return 0.5
+
+
+@pytest.fixture
+def steady_sim(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The simulated judge draws each call's latency between 0.5 and 1.5 times PCFJ_SIM_LATENCY_MS (which let two
+    of a jury's waves end by a 1.5 s deadline once in CI); with this fixture every call takes exactly its latency."""
+    from pcfjudge.backends import sim
+
+    init = sim.SimBackend.__init__
+
+    def steady_init(self: sim.SimBackend, params: sim.SimParams) -> None:
+        init(self, params)
+        self._failures = Steady()
+
+    monkeypatch.setattr(sim.SimBackend, "__init__", steady_init)
+
+
+@pytest.mark.usefixtures("steady_sim")
 async def test_a_jurys_deadline_and_stream() -> None:
     """Jurors in lockstep: a deadline stops the jury's waves; the stream's run events carry each juror."""
     from pcfjudge.settings import Settings
@@ -187,6 +211,7 @@ async def test_reward_and_rerank_take_a_deadline_and_stream(fake: FakeProvider) 
     assert [k for k, _ in reward_events] == ["run"] * 3 + ["result"] and len(reward_events[-1][1]["rewards"]) == 4
 
 
+@pytest.mark.usefixtures("steady_sim")
 async def test_openrlhf_adapter_answers_before_its_trainers_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
     """OpenRLHF waits 180 s: the adapter answers by 170 s unless told. Scaled down here: the same default, read from
     the module, shortened to 0.6 s, against a simulated judge that takes 1 s a call."""
