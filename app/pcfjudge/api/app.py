@@ -77,7 +77,7 @@ def create_app(settings: Settings | None = None, *, freeze_gc: bool = False) -> 
             await jobs.aclose()  # running jobs go back to the queue, for another replica to resume
             await services.aclose()
             if traced:
-                tracing.shutdown()  # the spans still queued are exported first
+                await tracing.ashutdown()  # the spans still queued are exported first
 
     app = FastAPI(
         title="pcfjudge",

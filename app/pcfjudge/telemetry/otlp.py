@@ -255,6 +255,9 @@ class SpanExporter(OTLPSpanExporter):
         self._encoder = SpanEncoder()
         self.direct = callable(getattr(getattr(self, "_client", None), "export", None))
 
+    def encode(self, spans: Sequence[ReadableSpan]) -> bytes:
+        return self._encoder.encode(spans)
+
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         if not self.direct or getattr(self, "_shutdown", False):
             return super().export(spans)

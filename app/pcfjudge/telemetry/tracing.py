@@ -50,6 +50,8 @@ if TYPE_CHECKING:
     from opentelemetry.trace import Span
     from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
+    from pcfjudge.telemetry.loop_export import LoopSpanProcessor
+
 log = logging.getLogger("pcfjudge")
 SCOPE = "pcfjudge"
 HEADER = b"x-trace-id"
@@ -62,6 +64,7 @@ Attributes = dict[str, AttributeValue]
 _TRACER: Tracer | None = None
 _PROVIDER: TracerProvider | None = None
 _PROPAGATOR: TraceContextTextMapPropagator | None = None
+_LOOP: LoopSpanProcessor | None = None  # the span processor, unless the SDK's batch processor stands in (loop_export)
 _USERS = 0  # setup() calls not yet matched by shutdown() (apps in one process share the provider)
 _NULL = nullcontext()
 
@@ -103,7 +106,7 @@ def propagator() -> TraceContextTextMapPropagator | None:
 def setup() -> bool:
     """Start tracing when the environment says so (see the module docstring); whether it is on. Each call that
     returned True is matched by one ``shutdown()``."""
-    global _TRACER, _PROVIDER, _PROPAGATOR, _USERS
+    global _TRACER, _PROVIDER, _PROPAGATOR, _USERS, _LOOP
     if _TRACER is not None:
         _USERS += 1
         return True
@@ -115,6 +118,7 @@ def setup() -> bool:
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
     from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
+    from pcfjudge.telemetry.loop_export import LoopSpanProcessor, target
     from pcfjudge.telemetry.otlp import SpanExporter
 
     protocol = os.environ.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL") or os.environ.get("OTEL_EXPORTER_OTLP_PROTOCOL")
@@ -127,7 +131,10 @@ def setup() -> bool:
     if "service.version=" not in named:
         attributes["service.version"] = __version__
     provider = TracerProvider(resource=Resource.create(attributes), shutdown_on_exit=False)
-    provider.add_span_processor(BatchSpanProcessor(SpanExporter()))
+    exporter = SpanExporter()
+    to = target(exporter)
+    _LOOP = LoopSpanProcessor(exporter, to) if to is not None else None
+    provider.add_span_processor(_LOOP or BatchSpanProcessor(exporter))
     _PROVIDER, _PROPAGATOR = provider, TraceContextTextMapPropagator()
     _TRACER = cast("Tracer", provider.get_tracer(SCOPE, __version__))  # the SDK's: ``light_spans`` reads its parts
     _USERS = 1
@@ -135,16 +142,25 @@ def setup() -> bool:
     return True
 
 
+async def ashutdown() -> None:
+    """``shutdown()`` from an event loop (the app's lifespan): the spans this loop still exports, and those queued,
+    are sent and waited for first, and this loop's HTTP client is closed, whether or not tracing stays on."""
+    if _LOOP is not None:
+        await _LOOP.aflush()
+    shutdown()
+
+
 def shutdown() -> None:
-    """Stop tracing once every ``setup()`` that turned it on has ended: spans still queued are exported first."""
-    global _TRACER, _PROVIDER, _PROPAGATOR, _USERS
+    """Stop tracing once every ``setup()`` that turned it on has ended: spans still queued are exported first (from
+    a loop, ``ashutdown`` waits for the spans it is sending)."""
+    global _TRACER, _PROVIDER, _PROPAGATOR, _USERS, _LOOP
     if _TRACER is None:
         return
     _USERS -= 1
     if _USERS > 0:
         return
     provider = _PROVIDER
-    _TRACER = _PROVIDER = _PROPAGATOR = None
+    _TRACER = _PROVIDER = _PROPAGATOR = _LOOP = None
     if provider is not None:
         provider.shutdown()
 
