@@ -8,9 +8,11 @@ import pytest
 from opentelemetry import trace
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.sampling import (
     ALWAYS_OFF,
     ALWAYS_ON,
+    DEFAULT_ON,
     Decision,
     ParentBased,
     StaticSampler,
@@ -31,7 +33,9 @@ UNSAMPLED = SpanContext(0x0AF7651916CD43DD8448EB211C80319C, 0xB7AD6B7169203331, 
 
 
 PARENTS = {"none": None, "caller": CALLER, "unsampled caller": UNSAMPLED}
-SAMPLERS = {
+SAMPLERS = {  # the SDK's ALWAYS_ON and DEFAULT_ON themselves: start_span knows their decision without asking them
+    "always on": ALWAYS_ON,
+    "the default, parent-based always on": DEFAULT_ON,
     "parent-based always on": ParentBased(ALWAYS_ON),
     "always off": ALWAYS_OFF,
     "parent-based ratio 0": ParentBased(TraceIdRatioBased(0.0)),
@@ -53,6 +57,9 @@ def test_started_as_the_sdk_starts_a_span(sampler: str, parent: str) -> None:
     assert isinstance(ours, LightSpan) == theirs.is_recording()
     assert (mine.trace_flags, mine.trace_state, mine.is_remote) == (sdk.trace_flags, sdk.trace_state, sdk.is_remote)
     assert mine.is_valid and mine.span_id != sdk.span_id
+    if ours.is_recording():
+        assert isinstance(ours, LightSpan) and isinstance(theirs, ReadableSpan)
+        assert ours.attributes == dict(theirs.attributes or {}) and ours.parent == theirs.parent
     if above is not None:
         assert mine.trace_id == sdk.trace_id == above.trace_id
     ours.end()

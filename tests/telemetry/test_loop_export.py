@@ -1,26 +1,27 @@
 """Spans exported from the event loop (``pcfjudge.telemetry.loop_export``): batches posted to a real OTLP receiver
 (``pcfjudge_lab.otlp_receiver``, on a free port) by a task on the loop, with the SDK exporter's settings read from
 the standard variables; the schedule delay; a batch ended outside any loop; the retry policy against a collector's
-transient failures (an httpx mock transport: faults the real receiver cannot make); a full queue; and, in the
-service, no exporter thread at all."""
+transient failures (an aiohttp server lined up with answers the real receiver does not give) and an unreachable
+one; a full queue; and, in the service, no exporter thread at all."""
 
 from __future__ import annotations
 
 import asyncio
 import gzip
 import logging
+import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 
-import httpx
 import pytest
+from aiohttp import web
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import Tracer, TracerProvider
 from opentelemetry.sdk.trace.sampling import ALWAYS_ON
 from opentelemetry.trace import SpanKind
 from pcfjudge.telemetry import tracing
 from pcfjudge.telemetry.light_spans import start_span
-from pcfjudge.telemetry.loop_export import LoopSpanProcessor, Target, target
+from pcfjudge.telemetry.loop_export import LoopSpanProcessor, Target, _proxy, target
 from pcfjudge.telemetry.otlp import SpanExporter
 from pcfjudge_lab.otlp_receiver import OtlpReceiver
 
@@ -118,33 +119,69 @@ def test_spans_ended_outside_a_loop_go_the_sdk_exporters_way(
     processor.shutdown()
 
 
-async def test_transient_failures_are_tried_again_and_a_refusal_is_not(
-    receiver: OtlpReceiver, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
-) -> None:
-    monkeypatch.setenv("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", "2")
-    answers = [httpx.Response(503, headers={"Retry-After": "0"}), httpx.Response(200)]
-    answers += [httpx.Response(400, text="bad batch")]
+@pytest.fixture
+async def collector() -> AsyncIterator[tuple[str, list[web.Response], list[bytes]]]:
+    """An OTLP endpoint that answers what the test lines up (a collector's transient failures, which the real
+    receiver does not make), and keeps what it was sent."""
+    answers: list[web.Response] = []
     posted: list[bytes] = []
 
-    def collector(request: httpx.Request) -> httpx.Response:
-        posted.append(request.content)
+    async def traces(request: web.Request) -> web.Response:
+        posted.append(await request.read())
         return answers.pop(0)
 
+    app = web.Application()
+    app.router.add_post("/v1/traces", traces)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    try:
+        yield f"http://127.0.0.1:{port}", answers, posted
+    finally:
+        await runner.cleanup()
+
+
+async def test_transient_failures_are_tried_again_and_a_refusal_is_not(
+    collector: tuple[str, list[web.Response], list[bytes]],
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    url, answers, posted = collector
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", url)
+    monkeypatch.setenv("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", "2")
+    answers += [web.Response(status=503, headers={"Retry-After": "0"}), web.Response(status=200)]
+    answers += [web.Response(status=400, text="bad batch")]
     processor, tracer = processor_and_tracer()
-    on_loop = processor._on(asyncio.get_running_loop())
     with caplog.at_level(logging.WARNING, logger="pcfjudge"):
-        on_loop.client = httpx.AsyncClient(transport=httpx.MockTransport(collector))
         spans(tracer, 2)  # 503 (Retry-After: 0), then 200
-        await processor.aflush()  # (and closes the loop's client)
-        assert len(posted) == 2 and posted[0] == posted[1] and not answers[:-1]
-        on_loop.client = httpx.AsyncClient(transport=httpx.MockTransport(collector))
+        await processor.aflush()
+        assert len(posted) == 2 and posted[0] == posted[1] and len(answers) == 1
         spans(tracer, 2, first=2)  # 400: dropped, not tried again
         await processor.aflush()
     assert len(posted) == 3 and not answers
     messages = [r.getMessage() for r in caplog.records]
     assert any("trying again in 0.00 s" in m and "HTTP 503" in m for m in messages)
     assert any("a batch of 2 spans was refused: HTTP 400" in m for m in messages)
-    assert receiver.count == 0  # the mock stood in for the collector
+    processor.shutdown()
+
+
+async def test_an_unreachable_collector_is_tried_until_the_timeout(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    with socket.socket() as closed:  # a free port nobody listens on
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", f"http://127.0.0.1:{port}")
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "2")
+    processor, tracer = processor_and_tracer()
+    with caplog.at_level(logging.WARNING, logger="pcfjudge"):
+        spans(tracer, 3)
+        await processor.aflush()  # refused, again after ~1 s, then the next wait (~2 s) would pass the timeout
+    messages = [r.getMessage() for r in caplog.records]
+    assert sum("trying again in" in m for m in messages) == 1
+    assert any("a batch of 3 spans was not delivered: ClientConnectorError" in m for m in messages)
     processor.shutdown()
 
 
@@ -173,3 +210,12 @@ async def test_the_service_exports_from_its_loop_with_no_thread(receiver: OtlpRe
     trace_id = reply.headers["x-trace-id"]
     received = [s for s in receiver.snapshot() if s.trace_id == trace_id]  # sent by the lifespan's end
     assert {s.name for s in received} >= {"POST /judge/listwise", "judge listwise"}
+
+
+def test_the_proxy_the_environment_names_is_looked_up_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HTTPS_PROXY", "http://user:secret@proxy.internal:3128")
+    monkeypatch.setenv("NO_PROXY", "collector.local")
+    proxy, auth = _proxy("https://collector.example:4318/v1/traces")
+    assert str(proxy) == "http://proxy.internal:3128" and auth is not None and auth.login == "user"
+    assert _proxy("https://collector.local:4318/v1/traces") == (None, None)
+    assert _proxy("http://collector.example:4318/v1/traces") == (None, None)  # no HTTP_PROXY

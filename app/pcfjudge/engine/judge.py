@@ -389,9 +389,9 @@ async def _traced(
     with tracing on; with it off, only awaited."""
     if not tracing.on():
         return await judgment(watch)
-    from pcfjudge.engine.judgment_spans import traced
+    import pcfjudge.engine.judgment_spans as spans  # loaded with tracing on (this form: no importlib frame)
 
-    return await traced(task, watch, judgment)
+    return await spans.traced(task, watch, judgment)
 
 
 def _juror_usage(result: object, model: str) -> Usage:

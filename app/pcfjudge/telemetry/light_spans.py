@@ -22,8 +22,7 @@ from time import time_ns
 from typing import TYPE_CHECKING, cast
 
 from opentelemetry import trace
-from opentelemetry.sdk.trace import Event
-from opentelemetry.sdk.trace.sampling import Decision
+from opentelemetry.sdk.trace.sampling import ALWAYS_ON, DEFAULT_ON, Decision
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import NonRecordingSpan, SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
@@ -39,6 +38,16 @@ if TYPE_CHECKING:
 
 SCOPE = InstrumentationScope(NAME, __version__)
 _UNSET = Status(StatusCode.UNSET)
+
+
+class LightEvent:
+    """An event of a ``LightSpan``: what the encoders read of the SDK's ``Event``, as plain fields."""
+
+    __slots__ = ("attributes", "name", "timestamp")
+    dropped_attributes = 0
+
+    def __init__(self, name: str, attributes: Attributes, timestamp: int) -> None:
+        self.name, self.attributes, self.timestamp = name, attributes, timestamp
 
 
 class LightSpan(trace.Span):
@@ -59,7 +68,7 @@ class LightSpan(trace.Span):
     ) -> None:  # fmt: skip
         self.name, self.context, self.parent, self.kind, self.attributes = name, context, parent, kind, attributes
         self.start_time, self.end_time, self.status = start_time, cast("int | None", None), _UNSET
-        self.events: list[Event] = []
+        self.events: list[LightEvent] = []
         self.resource: Resource = tracer.resource
         self._processor = tracer.span_processor
         self._hex_ids: dict[str, str] | None = None
@@ -91,7 +100,7 @@ class LightSpan(trace.Span):
 
     def add_event(self, name: str, attributes: Attributes = None, timestamp: int | None = None) -> None:
         if self.end_time is None:
-            self.events.append(Event(name, attributes, timestamp))
+            self.events.append(LightEvent(name, attributes, timestamp or time_ns()))
 
     def update_name(self, name: str) -> None:
         if self.end_time is None:
@@ -140,15 +149,20 @@ def start_span(
         parent, trace_id, random_id = None, ids.generate_trace_id(), ids.is_trace_id_random()
     else:
         trace_id, random_id = parent.trace_id, parent.trace_flags.random_trace_id
-    sampled = tracer.sampler.should_sample(context, trace_id, name, kind, attributes, ())
-    flags = TraceFlags.SAMPLED if sampled.decision is Decision.RECORD_AND_SAMPLE else TraceFlags.DEFAULT
+    sampler = tracer.sampler
+    if sampler is ALWAYS_ON or (sampler is DEFAULT_ON and parent is None):  # the decision is known: sampled, the
+        decision, state = Decision.RECORD_AND_SAMPLE, parent.trace_state if parent is not None else None  # SDK's
+        kept = dict(attributes) if attributes else {}  # as its StaticSampler's result, without making one
+    else:
+        sampled = sampler.should_sample(context, trace_id, name, kind, attributes, ())
+        decision, state = sampled.decision, sampled.trace_state
+        kept = dict(sampled.attributes) if sampled.attributes else {}
+    flags = TraceFlags.SAMPLED if decision is Decision.RECORD_AND_SAMPLE else TraceFlags.DEFAULT
     if random_id:
         flags |= TraceFlags.RANDOM_TRACE_ID
-    state = sampled.trace_state
     span_context = SpanContext(trace_id, ids.generate_span_id(), False, TraceFlags(flags), state)
-    if sampled.decision is Decision.DROP:
+    if decision is Decision.DROP:
         return NonRecordingSpan(span_context)
-    kept = dict(sampled.attributes) if sampled.attributes else {}
     span = LightSpan(tracer, name, span_context, parent, kind, kept, start_time or time_ns())
     tracer.span_processor.on_start(cast("SdkSpan", span), parent_context=context)
     return span

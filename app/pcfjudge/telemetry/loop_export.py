@@ -4,18 +4,21 @@
 The SDK's batch processor exports from a thread of its own. In this service that thread was most of what tracing cost
 a warm request, though it ran a few times a second: each time it woke it had to wait for the GIL, and while it waited,
 every release of the GIL by the event loop (each ``select``) woke it again, a context switch and a futex call on the
-loop's side each time: about 4,500 wake-ups and 15–20 µs of the loop's CPU per span (docs/performance.md, "Spans
-exported from the event loop"). Here nothing waits in another thread: a span that ends is appended to a queue; a full
-batch (or the schedule delay) starts a task on the loop that encodes the batch (``telemetry.otlp``, a few µs a span)
-and posts it with httpx's ``AsyncClient``, one request at a time.
+loop's side each time: about 4,500 wake-ups per 5,000 requests and 15–30 µs of the loop's CPU per span
+(docs/performance.md, "Spans exported from the event loop"). Here no other thread takes part: a span is encoded as it
+ends (``telemetry.otlp``, a few µs, while its objects are still in the CPU's cache; the queue then holds bytes, which
+the garbage collector never walks), and a full batch, or the schedule delay, starts a task on the loop that posts
+the batch with aiohttp, one request at a time.
 
 What it sends and how is the SDK exporter's, read from the ``OTLPSpanExporter`` the standard variables configured:
-the endpoint, headers, compression, timeout and TLS files (``target``). The batching is the SDK's too, from the same
-variables (``OTEL_BSP_SCHEDULE_DELAY``, ``OTEL_BSP_MAX_QUEUE_SIZE``, ``OTEL_BSP_MAX_EXPORT_BATCH_SIZE``), and so is
-the retry policy (429, 502, 503, 504 and connection errors, again after 1, 2, 4, … s with a fifth of jitter, or after
-``Retry-After``, while the timeout lasts; six tries at most). Where no loop runs (a span ended outside one, a flush
-at shutdown), a batch goes the SDK exporter's own way, blocking. When the SDK keeps its settings somewhere else, or a
-credential provider supplies its HTTP session, ``target`` is None and ``tracing`` keeps the SDK's batch processor.
+the endpoint, headers, compression, timeout and TLS files (``target``), and the proxy the environment names (looked up
+once, not in a thread per batch as aiohttp's ``trust_env`` would). The batching is the SDK's too, from the same
+variables (``OTEL_BSP_SCHEDULE_DELAY``, ``OTEL_BSP_MAX_QUEUE_SIZE``, ``OTEL_BSP_MAX_EXPORT_BATCH_SIZE``; a span that
+finds the queue full is dropped, with a warning), and so is the retry policy (429, 502, 503, 504 and connection
+errors, again after 1, 2, 4, … s with a fifth of jitter, or after ``Retry-After``, while the timeout lasts; six tries
+at most). Where no loop runs (a span ended outside one, a flush at shutdown), a batch goes the SDK exporter's own way,
+blocking. When the SDK keeps its settings somewhere else, or a credential provider supplies its HTTP session,
+``target`` is None and ``tracing`` keeps the SDK's batch processor.
 """
 
 from __future__ import annotations
@@ -33,14 +36,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-import httpx
+import aiohttp
+from aiohttp.helpers import get_env_proxy_for_url
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
+from yarl import URL
 
 if TYPE_CHECKING:
     from opentelemetry.context import Context
     from opentelemetry.sdk.trace import Span
 
-    from pcfjudge.telemetry.otlp import SpanExporter
+    from pcfjudge.telemetry.otlp import Encoded, SpanExporter
 
 log = logging.getLogger("pcfjudge")
 RETRYABLE = frozenset({429, 502, 503, 504})
@@ -60,8 +65,7 @@ class Target:
     cert: str | tuple[str, str] | None = None
 
     def tls(self) -> ssl.SSLContext | bool:
-        """httpx's ``verify``: the CA file and client certificate the variables name, or the system's CAs (none for
-        a plain ``http://`` endpoint: loading them takes httpx 20–50 ms)."""
+        """aiohttp's ``ssl``: the CA file and client certificate the variables name, or the system's CAs."""
         if self.verify is False or not self.endpoint.lower().startswith("https:"):
             return False
         if self.verify is True and self.cert is None:
@@ -115,12 +119,15 @@ def _env_int(name: str, default: int) -> int:
 class _OnLoop:
     """What one event loop holds for exporting: its HTTP client, the task draining the queue, the delay's timer."""
 
-    __slots__ = ("client", "task", "timer")
+    __slots__ = ("client", "proxy", "proxy_auth", "task", "timer", "tls")
 
     def __init__(self) -> None:
-        self.client: httpx.AsyncClient | None = None
+        self.client: aiohttp.ClientSession | None = None
         self.task: asyncio.Task[None] | None = None
         self.timer: asyncio.TimerHandle | None = None
+        self.tls: ssl.SSLContext | bool = True
+        self.proxy: URL | None = None
+        self.proxy_auth: aiohttp.BasicAuth | None = None
 
 
 class LoopSpanProcessor(SpanProcessor):
@@ -131,7 +138,8 @@ class LoopSpanProcessor(SpanProcessor):
         self.max_queue = _env_int("OTEL_BSP_MAX_QUEUE_SIZE", 2048)
         self.batch = min(_env_int("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", 512), self.max_queue)
         self.delay_s = _env_int("OTEL_BSP_SCHEDULE_DELAY", 5000) / 1000
-        self._queue: deque[ReadableSpan] = deque()
+        self._encoder = exporter.encoder
+        self._queue: deque[Encoded] = deque()  # spans encoded as they end: bytes the collector never walks
         self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _OnLoop] = weakref.WeakKeyDictionary()
         self._shutdown = False
         self._armed = False  # a timer or a task will export what is queued
@@ -153,14 +161,18 @@ class LoopSpanProcessor(SpanProcessor):
                 )
             self.dropped += 1
             return
-        queue.append(span)
+        try:
+            queue.append((span.resource, span.instrumentation_scope, self._encoder.span(span)))  # while it is warm
+        except Exception as error:  # as the SDK's exporter drops a batch it cannot encode, and says so
+            log.error("tracing: span %s not exported: %s", span.name, error)
+            return
         if self._armed and (len(queue) < self.batch or self._draining):  # a timer or a task will export it
             return
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:  # ended outside any loop: a full batch goes now, the rest at the next flush
             if len(queue) >= self.batch:
-                self._exporter.export(self._take(self.batch))
+                self._send(self._take(self.batch))
             return
         on = self._on(loop)
         if len(queue) >= self.batch:
@@ -183,7 +195,11 @@ class LoopSpanProcessor(SpanProcessor):
             on.task = loop.create_task(self._drain(loop, on, everything=True))
             self._draining += 1
 
-    def _take(self, n: int) -> list[ReadableSpan]:
+    def _send(self, batch: list[Encoded]) -> None:
+        """A batch sent the SDK exporter's way (blocking)."""
+        self._exporter.send(self._encoder.request(batch))
+
+    def _take(self, n: int) -> list[Encoded]:
         queue = self._queue
         return [queue.popleft() for _ in range(min(n, len(queue)))]
 
@@ -201,33 +217,44 @@ class LoopSpanProcessor(SpanProcessor):
             else:
                 self._armed = on.timer is not None
 
-    async def _post(self, on: _OnLoop, spans: list[ReadableSpan]) -> bool:
+    async def _post(self, on: _OnLoop, spans: list[Encoded]) -> bool:
         """One batch, tried as the SDK's exporter tries it; whether it was delivered (failures are logged)."""
         to = self._to
-        try:
-            body = to.body(self._exporter.encode(spans))
-        except Exception as error:  # as the SDK's exporter: a batch that cannot be encoded is dropped, and said so
-            log.error("tracing: a batch of %d spans could not be encoded: %s", len(spans), error)
-            return False
+        body = to.body(self._encoder.request(spans))
         if on.client is None:
-            on.client = httpx.AsyncClient(verify=to.tls())
-        loop = asyncio.get_running_loop()
+            on.tls, (on.proxy, on.proxy_auth) = to.tls(), _proxy(to.endpoint)
+            on.client = aiohttp.ClientSession()
+        loop, tls = asyncio.get_running_loop(), on.tls
         deadline = loop.time() + to.timeout_s
         for attempt in range(TRIES):
             left = deadline - loop.time()
             wait = 2**attempt * random.uniform(1 - JITTER, 1 + JITTER)
             try:
-                reply = await on.client.post(to.endpoint, content=body, headers=to.headers, timeout=max(left, 0.001))
-            except httpx.TransportError as error:
+                limit = aiohttp.ClientTimeout(total=max(left, 0.001))
+                async with on.client.post(
+                    to.endpoint,
+                    data=body,
+                    headers=to.headers,
+                    ssl=tls,
+                    proxy=on.proxy,
+                    proxy_auth=on.proxy_auth,
+                    timeout=limit,
+                ) as reply:
+                    status, retry_after = reply.status, reply.headers.get("Retry-After")
+                    await reply.read()
+            except (aiohttp.ClientError, TimeoutError) as error:
                 outcome = f"{type(error).__name__}: {error}"
+            except Exception as error:  # not the collector's trouble: not tried again
+                log.error("tracing: a batch of %d spans could not be sent: %r", len(spans), error)
+                return False
             else:
-                if 200 <= reply.status_code < 400:
+                if 200 <= status < 400:
                     return True
-                outcome = f"HTTP {reply.status_code}"
-                if reply.status_code not in RETRYABLE:
+                outcome = f"HTTP {status}"
+                if status not in RETRYABLE:
                     log.error("tracing: a batch of %d spans was refused: %s", len(spans), outcome)
                     return False
-                wait = _retry_after(reply.headers.get("retry-after"), wait)
+                wait = _retry_after(retry_after, wait)
             if attempt + 1 == TRIES or wait > deadline - loop.time() or self._shutdown:
                 log.error("tracing: a batch of %d spans was not delivered: %s", len(spans), outcome)
                 return False
@@ -247,13 +274,13 @@ class LoopSpanProcessor(SpanProcessor):
             await self._post(on, self._take(self.batch))
         self._armed = False
         if on.client is not None:
-            await on.client.aclose()
+            await on.client.close()
             on.client = None
 
     def force_flush(self, timeout_millis: int = 30_000) -> bool:
         """Export what is queued now, the SDK exporter's way (blocking)."""
         while self._queue:
-            self._exporter.export(self._take(self.batch))
+            self._send(self._take(self.batch))
         return True
 
     def shutdown(self) -> None:
@@ -263,6 +290,16 @@ class LoopSpanProcessor(SpanProcessor):
             if on.timer is not None:
                 on.timer.cancel()
         self._exporter.shutdown()  # type: ignore[no-untyped-call]
+
+
+def _proxy(endpoint: str) -> tuple[URL | None, aiohttp.BasicAuth | None]:
+    """The proxy the environment names for ``endpoint`` (``HTTPS_PROXY``, ``NO_PROXY``, …, as the SDK's requests
+    session honours them), looked up once: aiohttp's ``trust_env`` would look it up, and .netrc, in a thread for
+    every batch, and a thread waiting for the GIL is what this module avoids."""
+    try:
+        return get_env_proxy_for_url(URL(endpoint))
+    except LookupError:
+        return None, None
 
 
 def _retry_after(value: str | None, default: float) -> float:

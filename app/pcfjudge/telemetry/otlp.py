@@ -8,34 +8,39 @@ are encoded once, and an attribute whose key and value were seen before (the rou
 dictionary lookup. ``tests/telemetry/test_otlp.py`` parses what this writes with the official ``opentelemetry-proto``
 messages and compares it with the SDK's own encoding, field for field.
 
-Sending is the SDK's (``OTLPSpanExporter``: endpoint, headers, TLS, compression, timeout, retries, all from the
-standard variables); only ``export`` is replaced.
+``SpanExporter`` is the SDK's ``OTLPSpanExporter`` (endpoint, headers, TLS, compression, timeout, retries, all from
+the standard variables) with this encoding; ``telemetry.loop_export`` encodes each span as it ends (``span``), and
+posts the batches (``request``) from the event loop with the same settings.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from struct import Struct
 from typing import TYPE_CHECKING, Any
 
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace.export import SpanExportResult
+from opentelemetry.trace.span import DEFAULT_TRACE_STATE
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace import Event, ReadableSpan
     from opentelemetry.sdk.util.instrumentation import InstrumentationScope
-    from opentelemetry.trace import Link, SpanContext, SpanKind
+    from opentelemetry.trace import Link, SpanContext, SpanKind, Status
 
 log = logging.getLogger("pcfjudge")
+Encoded = tuple["Resource", "InstrumentationScope | None", bytes]
+"""A span encoded (``SpanEncoder.span``), with the resource and scope it is sent under."""
 
 _FIXED64 = Struct("<Q").pack
 _FIXED32 = Struct("<I").pack
 _DOUBLE = Struct("<d").pack
 _HAS_IS_REMOTE, _IS_REMOTE = 0x100, 0x200  # SpanFlags: bit 8 says whether bit 9 (the parent is remote) is known
-_HASHABLE = frozenset({str, bool, int, float})  # a tuple may hold a list: not kept
-_KEPT = 8192  # attributes kept encoded; more, and the table starts again (a request id is new every time)
+_HASHABLE = frozenset({bool, int, float})  # and str; a tuple may hold a list: not kept
+_KEPT = 8192  # attributes kept encoded; more, and the table starts again
+_VOLATILE = 4096  # a key seen with this many values not kept before is volatile (a request id is new every time)
 
 
 def _varint(n: int) -> bytes:
@@ -91,32 +96,56 @@ def _key_value(key: str, value: Any) -> bytes:
 
 
 class _Attributes:
-    """``repeated KeyValue`` fields, keeping each (key, type, value) seen as its encoded bytes."""
+    """``repeated KeyValue`` fields, keeping what was seen as its encoded bytes: a text attribute by its (key, value)
+    item itself (no text equals a number), any other by (key, type, value) (1, 1.0 and True are equal keys).
+    A key whose values keep changing (a request's id) is encoded every time and no longer kept."""
 
-    __slots__ = ("_kept",)
+    __slots__ = ("_kept", "_misses", "_typed", "_volatile")
 
     def __init__(self) -> None:
-        self._kept: dict[tuple[str, type, Any], bytes] = {}
+        self._kept: dict[tuple[str, str], bytes] = {}
+        self._typed: dict[tuple[str, type, Any], bytes] = {}
+        self._misses: dict[str, int] = {}
+        self._volatile: set[str] = set()
 
     def __call__(self, tag: bytes, attributes: Mapping[str, Any] | None) -> list[bytes]:
         if not attributes:
             return []
         kept, out = self._kept, []
-        for key, value in attributes.items():
-            hashable = value.__class__ in _HASHABLE
-            found = kept.get((key, value.__class__, value)) if hashable else None
+        for item in attributes.items():
+            found = kept.get(item) if item[1].__class__ is str else None
             if found is None:
-                try:
-                    found = _sized(tag, _key_value(key, value))
-                except (TypeError, ValueError) as error:  # as the SDK's encoder: the attribute is left out
-                    log.error("tracing: attribute %s not exported: %s", key, error)
+                found = self._encoded(tag, item[0], item[1])
+                if found is None:
                     continue
-                if hashable:
-                    if len(kept) >= _KEPT:
-                        kept.clear()
-                    kept[(key, value.__class__, value)] = found
             out.append(found)
         return out
+
+    def _encoded(self, tag: bytes, key: str, value: Any) -> bytes | None:
+        """``key`` and ``value``'s field, kept unless the key is volatile (None: it has no encoding, as the SDK's
+        encoder leaves such an attribute out, and says so)."""
+        cls = value.__class__
+        typed = cls is not str and cls in _HASHABLE
+        if typed:
+            found = self._typed.get((key, cls, value))
+            if found is not None:
+                return found
+        try:
+            found = _sized(tag, _key_value(key, value))
+        except (TypeError, ValueError) as error:
+            log.error("tracing: attribute %s not exported: %s", key, error)
+            return None
+        if key in self._volatile or not (typed or cls is str):
+            return found
+        misses = self._misses[key] = self._misses.get(key, 0) + 1
+        if misses > _VOLATILE:
+            self._volatile.add(key)
+            return found
+        table: dict[Any, bytes] = self._typed if typed else self._kept
+        if len(table) >= _KEPT:
+            table.clear()
+        table[(key, cls, value) if typed else (key, value)] = found
+        return found
 
 
 # ── spans ────────────────────────────────────────────────────────────────────────────────────────────────────────
@@ -129,19 +158,27 @@ class SpanEncoder:
         self._span_attributes = _Attributes()  # tag 9: Span.attributes
         self._event_attributes = _Attributes()  # tag 3: Event.attributes
         self._scoped: dict[int, tuple[object, bytes]] = {}  # id(resource or scope) -> (it, its encoded message)
-        self._names: dict[tuple[str, SpanKind], bytes] = {}
+        self._names: dict[tuple[str, int], bytes] = {}
+        self._statuses: dict[int, tuple[Status, bytes]] = {}
 
     def encode(self, spans: Sequence[ReadableSpan]) -> bytes:
+        return self.request([(span.resource, span.instrumentation_scope, self.span(span)) for span in spans])
+
+    def span(self, span: ReadableSpan) -> bytes:
+        """One span, as a ``ScopeSpans.spans`` field (``request`` puts it in its scope and resource)."""
+        return _sized(b"\x12", self._span(span))
+
+    def request(self, encoded: Iterable[Encoded]) -> bytes:
+        """The ``ExportTraceServiceRequest`` of spans ``span`` encoded, grouped by resource and scope."""
         scoped: dict[tuple[int, int], tuple[Resource, InstrumentationScope | None, list[bytes]]] = {}
-        for span in spans:
-            resource, scope = span.resource, span.instrumentation_scope
+        for resource, scope, data in encoded:
             group = scoped.get((id(resource), id(scope)))
             if group is None:
                 group = scoped[(id(resource), id(scope))] = (resource, scope, [])
-            group[2].append(_sized(b"\x12", self._span(span)))  # ScopeSpans.spans
+            group[2].append(data)
         resources: dict[int, tuple[Resource, list[bytes]]] = {}
-        for resource, scope, encoded in scoped.values():
-            body = _sized(b"\x0a", self._scope(scope)) + b"".join(encoded)
+        for resource, scope, spans in scoped.values():
+            body = _sized(b"\x0a", self._scope(scope)) + b"".join(spans)
             if scope is not None and scope.schema_url:
                 body += _text(b"\x1a", scope.schema_url)
             resources.setdefault(id(resource), (resource, []))[1].append(_sized(b"\x12", body))  # .scope_spans
@@ -174,8 +211,9 @@ class SpanEncoder:
         context, parent = span.context, span.parent
         assert context is not None
         parts = [b"\x0a\x10" + context.trace_id.to_bytes(16, "big"), b"\x12\x08" + context.span_id.to_bytes(8, "big")]
-        if context.trace_state:
-            parts.append(_text(b"\x1a", ",".join(f"{k}={v}" for k, v in context.trace_state.items())))
+        state = context.trace_state
+        if state is not DEFAULT_TRACE_STATE and state:  # (the default, empty, is most spans': no call to its len)
+            parts.append(_text(b"\x1a", ",".join(f"{k}={v}" for k, v in state.items())))
         if parent is not None:
             parts.append(b"\x22\x08" + parent.span_id.to_bytes(8, "big"))
         parts.append(self._named(span.name, span.kind))
@@ -194,25 +232,37 @@ class SpanEncoder:
             parts.append(_sized(b"\x6a", self._link(link)))
         if span.dropped_links:
             parts.append(b"\x70" + _varint(span.dropped_links))
-        status = span.status
-        code, description = status.status_code.value, status.description
-        if code or description:
-            message = _text(b"\x12", description) if description else b""
-            parts.append(_sized(b"\x7a", message + (b"\x18" + _SHORT[code] if code else b"")))
-        else:
-            parts.append(b"\x7a\x00")  # UNSET, no message: an empty Status, as the SDK's encoder writes it
+        parts.append(self._status(span.status))
         parts.append(_REMOTE_PARENT if parent is not None and parent.is_remote else _LOCAL_PARENT)
         return b"".join(parts)
 
     def _named(self, name: str, kind: SpanKind) -> bytes:
-        """A span's ``name`` and ``kind`` fields (kept: a service names its spans from a few patterns)."""
-        found = self._names.get((name, kind))
+        """A span's ``name`` and ``kind`` fields (kept: a service names its spans from a few patterns; keyed by the
+        kind's value, an int, since an enum member hashes in Python)."""
+        key = (name, kind._value_)
+        found = self._names.get(key)
         if found is None:
             found = (_text(b"\x2a", name) if name else b"") + b"\x30" + _SHORT[kind.value + 1]  # UNSPECIFIED is 0
             if len(self._names) >= _KEPT:
                 self._names.clear()
-            self._names[(name, kind)] = found
+            self._names[key] = found
         return found
+
+    def _status(self, status: Status) -> bytes:
+        """A span's ``status`` field (kept by the status object: most spans share the unset one)."""
+        kept = self._statuses.get(id(status))
+        if kept is not None and kept[0] is status:
+            return kept[1]
+        code, description = status.status_code.value, status.description
+        if code or description:
+            message = _text(b"\x12", description) if description else b""
+            encoded = _sized(b"\x7a", message + (b"\x18" + _SHORT[code] if code else b""))
+        else:
+            encoded = b"\x7a\x00"  # UNSET, no message: an empty Status, as the SDK's encoder writes it
+        if len(self._statuses) >= 64:
+            self._statuses.clear()
+        self._statuses[id(status)] = (status, encoded)
+        return encoded
 
     def _event(self, event: Event) -> bytes:
         parts = [b"\x09" + _FIXED64(event.timestamp)] if event.timestamp else []
@@ -252,19 +302,20 @@ class SpanExporter(OTLPSpanExporter):
 
     def __init__(self) -> None:
         super().__init__()
-        self._encoder = SpanEncoder()
+        self.encoder = SpanEncoder()
         self.direct = callable(getattr(getattr(self, "_client", None), "export", None))
-
-    def encode(self, spans: Sequence[ReadableSpan]) -> bytes:
-        return self._encoder.encode(spans)
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         if not self.direct or getattr(self, "_shutdown", False):
             return super().export(spans)
         try:
-            data = self._encoder.encode(spans)
+            data = self.encoder.encode(spans)
         except Exception as error:  # as the SDK's exporter: a batch that cannot be encoded is dropped, and said so
             log.error("tracing: a batch of %d spans could not be encoded: %s", len(spans), error)
             return SpanExportResult.FAILURE
+        return self.send(data)
+
+    def send(self, data: bytes) -> SpanExportResult:
+        """An encoded ``ExportTraceServiceRequest``, sent the SDK's way (blocking; ``direct`` only)."""
         result = self._client.export(data)
         return SpanExportResult.SUCCESS if result.success else SpanExportResult.FAILURE

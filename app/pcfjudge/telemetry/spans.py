@@ -40,11 +40,10 @@ def server_span(scope: Mapping[str, Any], request_id: str) -> Span | None:
     if tracer is None or path in UNTRACED:
         return None
     parent = None
+    carrier = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope.get("headers", ()) if k in CARRIED}
     # Under an outer instrumentation (a server span already current) the request span is its child.
-    if propagator is not None and not trace.get_current_span().get_span_context().is_valid:
-        carrier = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope.get("headers", ()) if k in CARRIED}
-        if carrier:
-            parent = propagator.extract(carrier)
+    if carrier and propagator is not None and not trace.get_current_span().get_span_context().is_valid:
+        parent = propagator.extract(carrier)
     method = scope.get("method", "") or "HTTP"
     attributes: Attributes = {
         "http.request.method": method,
@@ -90,14 +89,12 @@ class Judgment:
     tasks start are its children. A judgment the cache answered whole makes no span: it is one event on the request
     span (``ended``), as its cache hits were."""
 
-    __slots__ = ("_attached", "_events", "_parent", "_start_ns", "attributes", "name", "span")
+    __slots__ = ("_attached", "_events", "_start_ns", "attributes", "name", "span")
     span: Span | None
 
     def __init__(self, name: str, attributes: Attributes) -> None:
-        _tracer()  # made only with tracing on
         self.name, self.attributes, self.span = name, attributes, None
         self._start_ns = time.time_ns()
-        self._parent = otel_context.get_current()
         self._events: list[tuple[str, Mapping[str, object], int]] = []
         self._attached: list[tuple[object, Token[Context]]] = []  # (task, token): where the span was made current
 
@@ -105,8 +102,8 @@ class Judgment:
         """The judgment is about to wait for calls: its span exists, and is current in this task."""
         span = self.span
         if span is None:
-            span = self.span = start_span(
-                _tracer(), self.name, context=self._parent, attributes=self.attributes, start_time=self._start_ns
+            span = self.span = start_span(  # a child of the span current where the judgment started (its task's)
+                _tracer(), self.name, tracing.parent_context(), attributes=self.attributes, start_time=self._start_ns
             )
             for name, data, at in self._events:
                 span.add_event(name, event_attributes(data), at)
@@ -136,7 +133,8 @@ class Judgment:
         if error is not None:
             attributes = {**attributes, "error.type": error}
         if span is None:
-            trace.get_current_span().add_event(self.name, {**self.attributes, **attributes}, self._start_ns)
+            self.attributes.update(attributes)
+            (tracing.REQUEST.get() or tracing.current_span()).add_event(self.name, self.attributes, self._start_ns)
             return
         if error is not None:
             span.set_status(Status(StatusCode.ERROR, error))
@@ -198,4 +196,5 @@ def backend_call(provider: str, model: str, string: str, temperature: float | No
     }
     if temperature is not None:
         attributes["gen_ai.request.temperature"] = temperature
-    return Call(start_span(_tracer(), f"chat {model}", kind=SpanKind.CLIENT, attributes=attributes))
+    span = start_span(_tracer(), f"chat {model}", tracing.parent_context(), SpanKind.CLIENT, attributes)
+    return Call(span)

@@ -4,8 +4,10 @@
 ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``) and neither ``OTEL_SDK_DISABLED=true`` nor ``OTEL_TRACES_EXPORTER=none`` says
 otherwise; the SDK reads the rest itself (``OTEL_SERVICE_NAME``, default ``pcfjudge``; ``OTEL_RESOURCE_ATTRIBUTES``,
 ``OTEL_TRACES_SAMPLER[_ARG]``, ``OTEL_BSP_*``, ``OTEL_EXPORTER_OTLP_[TRACES_]HEADERS``/``TIMEOUT``/``COMPRESSION``/
-certificates). ``setup()`` and ``shutdown()`` are called by the app's lifespan. The SDK's batch processor and OTLP
-exporter send the spans; the exporter's encoding is ``telemetry.otlp``'s (the same bytes, a fifth of the time).
+certificates). ``setup()`` and ``ashutdown()`` are called by the app's lifespan. Spans are encoded by
+``telemetry.otlp`` (the SDK encoder's bytes, a fifth of the time) and exported from the event loop with the SDK
+exporter's settings (``telemetry.loop_export``: the SDK's batch processor thread cost a warm request more than the
+rest of tracing).
 
 **Off** otherwise: nothing of the SDK is imported (only the API, which FastAPI imports anyway), no provider or export
 thread exists, no header is read or written, and every helper here returns at its first line (``_TRACER is None``).
@@ -168,32 +170,58 @@ def shutdown() -> None:
 # ── the request span (api/middleware/request.py) ──────────────────────────────────────────────────────────────
 
 
+REQUEST: ContextVar[Span | None] = ContextVar("pcfjudge_request_span", default=None)
+"""The request's span (``current`` sets it). It is not put in OpenTelemetry's context: a warm request, whose
+judgment makes no span, then never touches that context; what makes a child span or sends the trace on asks
+``parent_context`` (measured: docs/performance.md, "Tracing")."""
+
+
 def current(span: Span | None) -> AbstractContextManager[object]:
-    """``span`` is the current span inside the block (nothing happens for None); it is not ended on leaving, nor
-    told of an exception (``trace.use_span(span, end_on_exit=False, …=False)``, without its generator)."""
+    """``span`` is the request's span inside the block (``REQUEST``; nothing happens for None); it is not ended on
+    leaving, nor told of an exception."""
     return _NULL if span is None else _Current(span)
 
 
 class _Current(AbstractContextManager[object]):
     __slots__ = ("_span", "_token")
-    _token: Token[Context]
+    _token: Token[Span | None]
 
     def __init__(self, span: Span) -> None:
         self._span = span
 
     def __enter__(self) -> object:
-        self._token = otel_context.attach(trace.set_span_in_context(self._span))
+        self._token = REQUEST.set(self._span)
         return self._span
 
     def __exit__(self, *_: object) -> None:
-        otel_context.detach(self._token)
+        REQUEST.reset(self._token)
+
+
+def parent_context() -> Context:
+    """OpenTelemetry's current context, with the request's span as its span when no span is current there (a
+    judgment's or a call's is, once made): the parent of a span about to start, the trace a provider is sent."""
+    context = otel_context.get_current()
+    if trace.get_current_span(context).get_span_context().is_valid:
+        return context
+    request = REQUEST.get()
+    return context if request is None else trace.set_span_in_context(request, context)
+
+
+def current_span() -> Span:
+    """The span events of the moment go on: OpenTelemetry's current one (a judgment's, a call's), else the
+    request's."""
+    span = trace.get_current_span()
+    if span.get_span_context().is_valid:
+        return span
+    return REQUEST.get() or span
 
 
 def unsampled() -> bool:
-    """Whether the current span is one of a trace the sampler dropped: a span made within it would be dropped too
-    by every sampler ``OTEL_TRACES_SAMPLER`` names (parent-based ones follow the parent; the others decide by trace
-    id, or always the same), so the judgment and call spans are not even started there."""
-    context = trace.get_current_span().get_span_context()
+    """Whether the trace the request (else the current span) is in was dropped by the sampler: a span made within
+    it would be dropped too by every sampler ``OTEL_TRACES_SAMPLER`` names (parent-based ones follow the parent; the
+    others decide by trace id, or always the same), so the judgment and call spans are not even started there."""
+    request = REQUEST.get()
+    context = (request or trace.get_current_span()).get_span_context()
     return context.is_valid and not context.trace_flags.sampled
 
 
@@ -217,7 +245,7 @@ def shared(model: str, by: str) -> None:
     if _TRACER is None:
         return
     event: Attributes = {"pcfjudge.cache": "shared", "pcfjudge.shared_by": by, "pcfjudge.model": model}
-    trace.get_current_span().add_event("shared call", event)
+    current_span().add_event("shared call", event)
 
 
 # ── the backend-call span (engine/runner.py) ──────────────────────────────────────────────────────────────────
@@ -249,5 +277,5 @@ def outgoing_headers() -> dict[str, str] | None:
     if _PROPAGATOR is None:
         return None
     carrier: dict[str, str] = {}
-    _PROPAGATOR.inject(carrier)
+    _PROPAGATOR.inject(carrier, parent_context())
     return carrier or None

@@ -81,7 +81,7 @@ class RequestMiddleware:
         span: Span | None = None
         added: tuple[tuple[bytes, bytes], ...] = (header,)
         if tracing.on():
-            from pcfjudge.telemetry import spans  # loaded only with tracing on
+            import pcfjudge.telemetry.spans as spans  # loaded only with tracing on (no importlib frame)
 
             span = spans.server_span(scope, rid)
             if span is not None:
@@ -120,7 +120,7 @@ class RequestMiddleware:
             m.child(m.REQUEST_SECONDS, route).observe(seconds, tracing.exemplar(span) if span is not None else None)
             m.child(m.KEY_REQUESTS, ctx.key, f"{status // 100}xx").inc()
         if span is not None:
-            from pcfjudge.telemetry import spans
+            import pcfjudge.telemetry.spans as spans
 
             spans.end_request(span, scope.get("method", ""), route, status, ctx.key)
         if not ACCESS.isEnabledFor(logging.INFO):
@@ -136,7 +136,7 @@ class RequestMiddleware:
             "cache_hits": ctx.cache_hits,
         }
         if span is not None:
-            from pcfjudge.telemetry import spans
+            import pcfjudge.telemetry.spans as spans
 
             fields["trace_id"] = spans.trace_id(span)
         ACCESS.info("request", extra=fields)
