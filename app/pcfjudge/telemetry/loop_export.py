@@ -34,7 +34,7 @@ import zlib
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import aiohttp
 from aiohttp.helpers import get_env_proxy_for_url
@@ -117,17 +117,16 @@ def _env_int(name: str, default: int) -> int:
 
 
 class _OnLoop:
-    """What one event loop holds for exporting: its HTTP client, the task draining the queue, the delay's timer."""
+    """What one event loop holds for exporting: its HTTP client and what it posts with, the task draining the queue,
+    the delay's timer."""
 
-    __slots__ = ("client", "proxy", "proxy_auth", "task", "timer", "tls")
+    __slots__ = ("client", "options", "task", "timer")
 
     def __init__(self) -> None:
         self.client: aiohttp.ClientSession | None = None
+        self.options: dict[str, Any] = {}  # each post's headers, TLS and proxy
         self.task: asyncio.Task[None] | None = None
         self.timer: asyncio.TimerHandle | None = None
-        self.tls: ssl.SSLContext | bool = True
-        self.proxy: URL | None = None
-        self.proxy_auth: aiohttp.BasicAuth | None = None
 
 
 class LoopSpanProcessor(SpanProcessor):
@@ -222,24 +221,17 @@ class LoopSpanProcessor(SpanProcessor):
         to = self._to
         body = to.body(self._encoder.request(spans))
         if on.client is None:
-            on.tls, (on.proxy, on.proxy_auth) = to.tls(), _proxy(to.endpoint)
+            proxy, proxy_auth = _proxy(to.endpoint)
+            on.options = {"headers": to.headers, "ssl": to.tls(), "proxy": proxy, "proxy_auth": proxy_auth}
             on.client = aiohttp.ClientSession()
-        loop, tls = asyncio.get_running_loop(), on.tls
+        loop = asyncio.get_running_loop()
         deadline = loop.time() + to.timeout_s
         for attempt in range(TRIES):
             left = deadline - loop.time()
             wait = 2**attempt * random.uniform(1 - JITTER, 1 + JITTER)
             try:
                 limit = aiohttp.ClientTimeout(total=max(left, 0.001))
-                async with on.client.post(
-                    to.endpoint,
-                    data=body,
-                    headers=to.headers,
-                    ssl=tls,
-                    proxy=on.proxy,
-                    proxy_auth=on.proxy_auth,
-                    timeout=limit,
-                ) as reply:
+                async with on.client.post(to.endpoint, data=body, timeout=limit, **on.options) as reply:
                     status, retry_after = reply.status, reply.headers.get("Retry-After")
                     await reply.read()
             except (aiohttp.ClientError, TimeoutError) as error:
