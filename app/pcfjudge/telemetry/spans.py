@@ -55,7 +55,7 @@ def server_span(scope: Mapping[str, Any], request_id: str) -> Span | None:
 
 
 def trace_id(span: Span) -> str:
-    if isinstance(span, LightSpan):
+    if span.__class__ is LightSpan:  # (isinstance would ask the API's abstract Span class, in Python)
         return span.hex_ids()["trace_id"]
     return format(span.get_span_context().trace_id, "032x")
 
@@ -66,7 +66,10 @@ def response_header(span: Span) -> tuple[bytes, bytes]:
 
 
 def end_request(span: Span, method: str, route: str, status: int, key: str) -> None:
-    """Name the span by its route template (``POST /judge/listwise``), set the outcome, end it."""
+    """Name the span by its route template (``POST /judge/listwise``), set the outcome, end it (a span the sampler
+    dropped records nothing: it is left as it is)."""
+    if span.__class__ is not LightSpan:
+        return
     attributes: Attributes = {"http.response.status_code": status, "pcfjudge.api_key.name": key}
     if route != "unmatched":
         span.update_name(f"{method} {route}")
