@@ -11,7 +11,7 @@ import gzip
 import logging
 import socket
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 
 import pytest
 from aiohttp import web
@@ -27,6 +27,8 @@ from pcfjudge_lab.otlp_receiver import OtlpReceiver
 
 from tests.support.inprocess import app_client
 
+Answer = web.Response | Callable[[], Awaitable[web.Response]]
+Collector = tuple[str, list[Answer], list[bytes]]
 LISTWISE = {"question": "Which is the largest planet?", "candidates": ["Jupiter.", "Saturn."], "k": 2}
 
 
@@ -120,15 +122,16 @@ def test_spans_ended_outside_a_loop_go_the_sdk_exporters_way(
 
 
 @pytest.fixture
-async def collector() -> AsyncIterator[tuple[str, list[web.Response], list[bytes]]]:
+async def collector() -> AsyncIterator[Collector]:
     """An OTLP endpoint that answers what the test lines up (a collector's transient failures, which the real
     receiver does not make), and keeps what it was sent."""
-    answers: list[web.Response] = []
+    answers: list[Answer] = []
     posted: list[bytes] = []
 
     async def traces(request: web.Request) -> web.Response:
         posted.append(await request.read())
-        return answers.pop(0)
+        answer = answers.pop(0)
+        return answer if isinstance(answer, web.Response) else await answer()
 
     app = web.Application()
     app.router.add_post("/v1/traces", traces)
@@ -144,7 +147,7 @@ async def collector() -> AsyncIterator[tuple[str, list[web.Response], list[bytes
 
 
 async def test_transient_failures_are_tried_again_and_a_refusal_is_not(
-    collector: tuple[str, list[web.Response], list[bytes]],
+    collector: Collector,
     monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
@@ -175,13 +178,49 @@ async def test_an_unreachable_collector_is_tried_until_the_timeout(
         port = closed.getsockname()[1]
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", f"http://127.0.0.1:{port}")
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "2")
+    monkeypatch.setenv("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", "3")
     processor, tracer = processor_and_tracer()
     with caplog.at_level(logging.WARNING, logger="pcfjudge"):
-        spans(tracer, 3)
-        await processor.aflush()  # refused, again after ~1 s, then the next wait (~2 s) would pass the timeout
+        spans(tracer, 3)  # a full batch: refused, again after ~1 s, then the next wait (~2 s) would pass the timeout
+        for _ in range(500):
+            await asyncio.sleep(0.01)
+            if not processor._draining:
+                break
     messages = [r.getMessage() for r in caplog.records]
     assert sum("trying again in" in m for m in messages) == 1
     assert any("a batch of 3 spans was not delivered: ClientConnectorError" in m for m in messages)
+    await processor.aflush()
+    processor.shutdown()
+
+
+async def test_the_last_flush_gives_up_after_the_export_timeout(
+    collector: Collector,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A collector that does not answer holds the app's shutdown OTEL_BSP_EXPORT_TIMEOUT at most, not a retry
+    schedule per batch."""
+    url, answers, posted = collector
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", url)
+    monkeypatch.setenv("OTEL_BSP_EXPORT_TIMEOUT", "300")
+    monkeypatch.setenv("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", "2")
+    processor, tracer = processor_and_tracer()
+    stalled = asyncio.Event()
+
+    async def hung() -> web.Response:
+        await stalled.wait()
+        return web.Response(status=200)
+
+    answers.append(hung)
+    with caplog.at_level(logging.WARNING, logger="pcfjudge"):
+        spans(tracer, 5)  # two full batches and one span queued
+        started = asyncio.get_running_loop().time()
+        await processor.aflush()
+        took = asyncio.get_running_loop().time() - started
+    stalled.set()
+    assert took < 2.0 and len(posted) == 1  # the first batch hung; the flush gave up on it and the rest
+    assert any("5 spans not exported" in r.getMessage() and "OTEL_BSP_EXPORT_TIMEOUT (0.3 s)" in r.getMessage()
+               for r in caplog.records)  # fmt: skip
     processor.shutdown()
 
 

@@ -137,10 +137,13 @@ class LoopSpanProcessor(SpanProcessor):
         self.max_queue = _env_int("OTEL_BSP_MAX_QUEUE_SIZE", 2048)
         self.batch = min(_env_int("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", 512), self.max_queue)
         self.delay_s = _env_int("OTEL_BSP_SCHEDULE_DELAY", 5000) / 1000
+        self.export_timeout_s = _env_int("OTEL_BSP_EXPORT_TIMEOUT", 30_000) / 1000  # the last flush's, in all
         self._encoder = exporter.encoder
         self._queue: deque[Encoded] = deque()  # spans encoded as they end: bytes the collector never walks
         self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _OnLoop] = weakref.WeakKeyDictionary()
         self._shutdown = False
+        self._closing = False  # the last flush: a batch is tried twice at most
+        self._sending = 0  # spans in the batch being posted
         self._armed = False  # a timer or a task will export what is queued
         self._draining = 0  # tasks exporting
         self.dropped = 0
@@ -218,6 +221,13 @@ class LoopSpanProcessor(SpanProcessor):
 
     async def _post(self, on: _OnLoop, spans: list[Encoded]) -> bool:
         """One batch, tried as the SDK's exporter tries it; whether it was delivered (failures are logged)."""
+        self._sending = len(spans)
+        try:
+            return await self._tried(on, spans)
+        finally:
+            self._sending = 0
+
+    async def _tried(self, on: _OnLoop, spans: list[Encoded]) -> bool:
         to = self._to
         body = to.body(self._encoder.request(spans))
         if on.client is None:
@@ -247,7 +257,7 @@ class LoopSpanProcessor(SpanProcessor):
                     log.error("tracing: a batch of %d spans was refused: %s", len(spans), outcome)
                     return False
                 wait = _retry_after(retry_after, wait)
-            if attempt + 1 == TRIES or wait > deadline - loop.time() or self._shutdown:
+            if attempt + 1 == TRIES or wait > deadline - loop.time() or self._shutdown or (self._closing and attempt):
                 log.error("tracing: a batch of %d spans was not delivered: %s", len(spans), outcome)
                 return False
             log.warning("tracing: exporting spans failed (%s); trying again in %.2f s", outcome, wait)
@@ -255,19 +265,32 @@ class LoopSpanProcessor(SpanProcessor):
         return False
 
     async def aflush(self) -> None:
-        """Export what is queued, from this loop, and wait for it (the app's shutdown); this loop's client closes."""
+        """Export what is queued, from this loop, and wait for it (the app's shutdown): within
+        ``OTEL_BSP_EXPORT_TIMEOUT`` in all, each batch tried once more at most; what is left then is dropped, and
+        said so. This loop's client closes."""
         on = self._on(asyncio.get_running_loop())
         if on.timer is not None:
             on.timer.cancel()
             on.timer = None
-        if on.task is not None:
-            await asyncio.shield(on.task)
-        while self._queue:
-            await self._post(on, self._take(self.batch))
-        self._armed = False
-        if on.client is not None:
-            await on.client.close()
-            on.client = None
+        self._closing = True
+        try:
+            async with asyncio.timeout(self.export_timeout_s):
+                if on.task is not None:
+                    await asyncio.shield(on.task)
+                while self._queue:
+                    await self._post(on, self._take(self.batch))
+        except TimeoutError:
+            log.warning(
+                "tracing: %d spans not exported: the collector did not take them within OTEL_BSP_EXPORT_TIMEOUT "
+                "(%g s)", len(self._queue) + self._sending, self.export_timeout_s,
+            )  # fmt: skip
+            self._queue.clear()
+        finally:
+            self._closing = False
+            self._armed = False
+            if on.client is not None:
+                await on.client.close()
+                on.client = None
 
     def force_flush(self, timeout_millis: int = 30_000) -> bool:
         """Export what is queued now, the SDK exporter's way (blocking)."""
