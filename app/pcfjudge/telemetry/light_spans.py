@@ -7,8 +7,8 @@ own, typed (``tracing.Attributes``) and few, and its spans are touched by one ev
 record: a name, a ``SpanContext``, a dict, a list of events, a status.
 
 What decides stays the SDK's, read from the tracer ``tracing.setup()`` makes: the sampler (``OTEL_TRACES_SAMPLER``,
-parent-based), the id generator, the resource, and the span processor (the batch processor, whose queue the exporter
-in ``telemetry.otlp`` drains). A span is started as the SDK's ``Tracer.start_span`` starts one: a child of the span
+parent-based), the id generator, the resource, and the span processor (``telemetry.loop_export``'s, which encodes
+each span as it ends and exports from the event loop). A span is started as the SDK's ``Tracer.start_span`` starts one: a child of the span
 current in ``context``, in its trace, or a new trace; not recorded when the sampler drops it (a ``NonRecordingSpan``
 that still carries the trace). Not carried over: span limits (``OTEL_SPAN_*_LIMIT``: the service sets at most a
 dozen attributes and a few events per span) and the SDK's own metrics about spans.
