@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import gzip
 import logging
+import math
 import os
 import random
 import ssl
@@ -323,4 +324,4 @@ def _retry_after(value: str | None, default: float) -> float:
         seconds = float(value) if value is not None else default
     except ValueError:
         return default
-    return max(0.0, seconds) if seconds == seconds and seconds != float("inf") else default
+    return max(0.0, seconds) if math.isfinite(seconds) else default

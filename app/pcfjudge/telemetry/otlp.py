@@ -38,7 +38,7 @@ _FIXED64 = Struct("<Q").pack
 _FIXED32 = Struct("<I").pack
 _DOUBLE = Struct("<d").pack
 _HAS_IS_REMOTE, _IS_REMOTE = 0x100, 0x200  # SpanFlags: bit 8 says whether bit 9 (the parent is remote) is known
-_HASHABLE = frozenset({bool, int, float})  # and str; a tuple may hold a list: not kept
+_HASHABLE = frozenset({bool, int, float})  # kept by (key, type, value); text by its item; a tuple may hold a list
 _KEPT = 8192  # attributes kept encoded; more, and the table starts again
 _VOLATILE = 4096  # a key seen with this many values not kept before is volatile (a request id is new every time)
 
@@ -125,7 +125,7 @@ class _Attributes:
         """``key`` and ``value``'s field, kept unless the key is volatile (None: it has no encoding, as the SDK's
         encoder leaves such an attribute out, and says so)."""
         cls = value.__class__
-        typed = cls is not str and cls in _HASHABLE
+        typed = cls in _HASHABLE  # (a number or a bool; text is kept by its item)
         if typed:
             found = self._typed.get((key, cls, value))
             if found is not None:
