@@ -11,8 +11,7 @@ The names, by what they are for:
 
 * **building the service in process**: ``Settings``, ``Services`` (``Services.build(settings)``, then
   ``services.judge``), ``create_app`` (the ASGI app ``pcfjudge serve`` runs), ``listwise_in_process`` (what
-  ``POST /judge/listwise`` does, without HTTP), ``log_config``, ``tracing`` (the OpenTelemetry module) and
-  ``traced``;
+  ``POST /judge/listwise`` does, without HTTP), ``log_config`` and ``tracing`` (the OpenTelemetry module);
 * **judging**: ``Judge``, ``prompt_style``, ``JudgingFailed``; the listwise and pairwise tasks and their plans
   (``ListwiseTask``, ``ListwiseResult``, ``ListwiseMode``, ``RunPlan``, ``plan_runs``, ``PairwiseTask``,
   ``PassName``, ``PlannedPass``, ``plan_passes``); one provider call (``CallRunner``, ``CallSpec``,
@@ -56,7 +55,6 @@ if TYPE_CHECKING:
     from pcfjudge.doors.listwise.listwise_protocol import ListwiseRequest, ListwiseResponse
     from pcfjudge.engine.failures import JudgingFailed
     from pcfjudge.engine.judge import Judge, prompt_style
-    from pcfjudge.engine.judgment_spans import traced
     from pcfjudge.engine.listwise_runs import ListwiseResult, ListwiseTask, RunPlan, plan_runs
     from pcfjudge.engine.listwise_runs import Mode as ListwiseMode
     from pcfjudge.engine.pairwise_passes import PairwiseTask, PassName, PlannedPass, plan_passes
@@ -112,7 +110,6 @@ _MODULES = {  # module → the names this surface takes from it (an "x as y" is 
     "pcfjudge.cache.reliability_store": ("ReliabilityStore", "StoreError", "open_store"),
     "pcfjudge.engine.failures": ("JudgingFailed",),
     "pcfjudge.engine.judge": ("Judge", "prompt_style"),
-    "pcfjudge.engine.judgment_spans": ("traced",),
     "pcfjudge.engine.listwise_runs": ("ListwiseResult", "ListwiseTask", "Mode:ListwiseMode", "RunPlan", "plan_runs"),
     "pcfjudge.engine.pairwise_passes": ("PairwiseTask", "PassName", "PlannedPass", "plan_passes"),
     "pcfjudge.engine.progress": ("Watch",),
@@ -275,7 +272,6 @@ __all__ = [
     "run_values",
     "sdk_errors",
     "shaped",
-    "traced",
     "tracing",
     "usd",
 ]

@@ -129,6 +129,11 @@ class OtlpReceiver:
             if self.keep:
                 self.spans.extend(spans)
 
+    def counted(self, spans: int) -> None:
+        with self.lock:
+            self.requests += 1
+            self.count += spans
+
     def snapshot(self) -> list[ReceivedSpan]:
         with self.lock:
             return list(self.spans)
@@ -167,7 +172,10 @@ def _handler(receiver: OtlpReceiver) -> type[BaseHTTPRequestHandler]:
             except Exception:
                 self._answer(400, b"", "text/plain")
                 return
-            receiver.received(spans_of(request))
+            if receiver.keep:
+                receiver.received(spans_of(request))
+            else:  # counted only (the bench's sink): no record made of each span, the answer sooner
+                receiver.counted(sum(len(s.spans) for r in request.resource_spans for s in r.scope_spans))
             self._answer(200, ExportTraceServiceResponse().SerializeToString(), "application/x-protobuf")
 
         def do_GET(self) -> None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal, Protocol, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, overload
 
 from pcfjudge import context
 from pcfjudge.backends.params import decoding_params
@@ -44,6 +44,9 @@ from pcfjudge.settings import Settings
 from pcfjudge.telemetry import tracing
 from pcfjudge.telemetry.hooks import NOOP, Observer
 from pcfjudge.types import DecodingParams, Usage, usd
+
+if TYPE_CHECKING:
+    from pcfjudge.engine.judgment_spans import JudgmentSpan
 
 
 class _Spent(Protocol):
@@ -252,20 +255,26 @@ class Judge:
         deadline, its listener, the request's meter), settle the quota to the attempts made; raises
         ``JudgingFailed`` (502/503/504) below quorum and ``Refusal`` when the quota or admission control declines."""
         task = plan.task
-        timeout_s = watch.timeout_s or self.timeout_s
-        watch = watch.until_at(asyncio.get_running_loop().time() + timeout_s, self._heard)
+        until = asyncio.get_running_loop().time() + (watch.timeout_s or self.timeout_s)
+        span = (_BEGIN or _begin())(task) if tracing.on() else None  # its span (None in a trace not sampled)
+        watch = watch.until_at(until, self._heard) if span is None else watch.until_at(until, self._heard, span.heard)
+        judged: Awaitable[ListwiseResult | PairwiseResult | ChatResult]
         if isinstance(task, ChatTask):
             chat = task
-            return await _traced(
-                task, watch, lambda w: self._ended(w, self._spend(plan, w, lambda v: self._chat(chat, plan, v)))
-            )
-        if isinstance(task, PairwiseTask):
-            return await _traced(
-                task, watch, lambda w: self._ended(w, self._spend(plan, w, lambda v: self._pairwise(task, plan, v)))
-            )
-        return await _traced(
-            task, watch, lambda w: self._ended(w, self._spend(plan, w, lambda v: self._listwise(task, plan, v)))
-        )
+            judged = self._ended(watch, self._spend(plan, watch, lambda v: self._chat(chat, plan, v)))
+        elif isinstance(task, PairwiseTask):
+            judged = self._ended(watch, self._spend(plan, watch, lambda v: self._pairwise(task, plan, v)))
+        else:
+            judged = self._ended(watch, self._spend(plan, watch, lambda v: self._listwise(task, plan, v)))
+        if span is None:
+            return await judged
+        try:
+            result = await judged
+        except BaseException as exc:
+            span.failed(exc)
+            raise
+        span.judged(result)
+        return result
 
     def _heard(self, event: RunEvent) -> None:
         """The metrics hear a judgment's light events (``progress.LIGHT``)."""
@@ -382,16 +391,17 @@ def stopped_event(result: ListwiseResult | PairwiseResult | ChatResult) -> dict[
     return data
 
 
-async def _traced(
-    task: ListwiseTask | PairwiseTask | ChatTask, watch: Watch, judgment: Callable[[Watch], Awaitable[Judged]]
-) -> Judged:
-    """``judgment(watch)`` awaited in its span (``engine.judgment_spans``: the span hears the judgment's events)
-    with tracing on; with it off, only awaited."""
-    if not tracing.on():
-        return await judgment(watch)
-    import pcfjudge.engine.judgment_spans as spans  # loaded with tracing on (this form: no importlib frame)
+_BEGIN: Callable[[ListwiseTask | PairwiseTask | ChatTask], JudgmentSpan | None] | None = None
 
-    return await spans.traced(task, watch, judgment)
+
+def _begin() -> Callable[[ListwiseTask | PairwiseTask | ChatTask], JudgmentSpan | None]:
+    """``engine.judgment_spans.begin``, loaded by the first judgment with tracing on (not an import statement on
+    every judgment's way)."""
+    global _BEGIN
+    from pcfjudge.engine.judgment_spans import begin
+
+    _BEGIN = begin
+    return begin
 
 
 def _juror_usage(result: object, model: str) -> Usage:

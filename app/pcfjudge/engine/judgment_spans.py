@@ -1,6 +1,6 @@
-"""The span of one judgment, ``judge listwise`` / ``judge pairwise`` / ``judge chat`` (``telemetry.tracing``): with tracing on,
-``Judge.run`` awaits every judgment in ``traced`` (this module is imported only then). With tracing off the wrapper
-only awaits the method.
+"""The span of one judgment, ``judge listwise`` / ``judge pairwise`` / ``judge chat`` (``telemetry.tracing``): with tracing
+on, ``Judge.run`` starts one (``begin``) for every judgment in a sampled trace, lets it hear the judgment's light
+events and tells it how the judgment ended (this module is imported only then).
 
 The span is made from the judgment's events (``spans.Judgment``): the first ``calling`` (the runner is about to wait
 for calls: its own or another request's in flight) starts it, dated from the judgment's start; a judgment the cache
@@ -18,56 +18,54 @@ through), ``pcfjudge.orders`` (the orders each juror judges) and ``pcfjudge.cand
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from functools import partial
-from typing import TypeVar
-
 from pcfjudge.backends.registry import Jury, ResolvedModel
 from pcfjudge.engine.chat_values import ChatResult, ChatTask
 from pcfjudge.engine.listwise_runs import ListwiseResult, ListwiseTask
 from pcfjudge.engine.pairwise_passes import PairwiseResult, PairwiseTask
-from pcfjudge.engine.progress import RunEvent, Watch
+from pcfjudge.engine.progress import RunEvent
 from pcfjudge.telemetry import spans, tracing
 
-R = TypeVar("R", ListwiseResult, PairwiseResult, ChatResult)
+
+def begin(task: ListwiseTask | PairwiseTask | ChatTask) -> JudgmentSpan | None:
+    """The span of a judgment of ``task`` about to start (``Judge.run``, with tracing on): ``heard`` hears its light
+    events, ``judged`` or ``failed`` ends it. None in a trace not sampled (``tracing.unsampled``)."""
+    if tracing.unsampled():
+        return None
+    return JudgmentSpan(_NAMES[task.__class__], task_attributes(task))
 
 
-async def traced(
-    task: ListwiseTask | PairwiseTask | ChatTask, watch: Watch, judgment: Callable[[Watch], Awaitable[R]]
-) -> R:
-    """Await ``judgment(watch)`` (of ``task``) as ``judge listwise`` / ``pairwise`` / ``chat``, made from the events
-    it hears (``spans.Judgment``): a span once it waits for calls, else one event on the request's span; with
-    tracing off, or in a trace not sampled (``tracing.unsampled``), only await it."""
-    if not tracing.on() or tracing.unsampled():
-        return await judgment(watch)
-    name = "chat" if isinstance(task, ChatTask) else "pairwise" if isinstance(task, PairwiseTask) else "listwise"
-    started = task_attributes(task)
-    span = spans.Judgment(f"judge {name}", started)
-    try:
-        result = await judgment(watch.observed(partial(_heard, span)))
-    except Exception as exc:
-        span.ended({}, str(getattr(exc, "kind", "") or type(exc).__name__))
-        raise
-    except BaseException:  # cancelled: the span, if any, ends unmarked
-        span.ended({})
-        raise
-    span.ended(result_attributes(result, "gen_ai.request.model" in started, cached=span.span is None))
-    return result
+_NAMES = {ListwiseTask: "judge listwise", PairwiseTask: "judge pairwise", ChatTask: "judge chat"}
 
 
 _SPAN_EVENTS = {"cached": "cache hit", "round": "round finished", "juror": "juror finished"}
 
 
-def _heard(span: spans.Judgment, event: RunEvent) -> None:
-    """A light event of the judgment (``progress.LIGHT``): ``calling`` makes its span; ``cache hit`` (the runs one
-    lookup answered), ``round finished`` and ``juror finished`` are events on it (``stopped`` is not: the span's
-    attributes say how it ended)."""
-    if event.kind == "calling":
-        span.calling()
-        return
-    name = _SPAN_EVENTS.get(event.kind)
-    if name is not None:
-        span.event(name, event.data)
+class JudgmentSpan(spans.Judgment):
+    """``spans.Judgment`` hearing the judgment's events and its end."""
+
+    __slots__ = ()
+
+    def heard(self, event: RunEvent) -> None:
+        """A light event of the judgment (``progress.LIGHT``): ``calling`` makes its span; ``cache hit`` (the runs
+        one lookup answered), ``round finished`` and ``juror finished`` are events on it (``stopped`` is not: the
+        span's attributes say how it ended)."""
+        if event.kind == "calling":
+            self.calling()
+            return
+        name = _SPAN_EVENTS.get(event.kind)
+        if name is not None:
+            self.event(name, event.data)
+
+    def judged(self, result: ListwiseResult | PairwiseResult | ChatResult) -> None:
+        self.ended(result_attributes(result, "gen_ai.request.model" in self.attributes, cached=self.span is None))
+
+    def failed(self, exc: BaseException) -> None:
+        """It failed with ``exc`` (its kind, or its class's name, is the span's ``error.type``); cancelled (not an
+        ``Exception``), the span, if any, ends unmarked."""
+        if isinstance(exc, Exception):
+            self.ended({}, str(getattr(exc, "kind", "") or type(exc).__name__))
+        else:
+            self.ended({})
 
 
 def task_attributes(task: ListwiseTask | PairwiseTask | ChatTask) -> tracing.Attributes:

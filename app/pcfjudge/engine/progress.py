@@ -70,10 +70,10 @@ class Watch:
     priority: Priority = "interactive"  # the class its calls wait for a slot in
     key: str = ANYONE  # the calling API key's name: its turn within the class
 
-    def until_at(self, until: float, observer: Listener | None = None) -> Watch:
-        """This watch, its calls done by ``until`` and ``observer`` hearing its light events (one construction, not
-        ``dataclasses.replace``: it is on every request's way)."""
-        w, heard = self, self.observers if observer is None else (*self.observers, observer)
+    def until_at(self, until: float, *observers: Listener) -> Watch:
+        """This watch, its calls done by ``until`` and ``observers`` also hearing its light events (one
+        construction, not ``dataclasses.replace``: it is on every request's way)."""
+        w, heard = self, (*self.observers, *observers) if self.observers else observers
         return Watch(w.answer_by, w.timeout_s, w.listener, w.on_outcome, w.meter, until, heard, w.priority, w.key)
 
     def metered(self, meter: Meter | None) -> Watch:

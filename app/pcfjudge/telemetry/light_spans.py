@@ -18,26 +18,31 @@ from __future__ import annotations
 
 import traceback
 from collections.abc import Mapping, Sequence
+from random import getrandbits
 from time import time_ns
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
+from opentelemetry import context as otel_context
 from opentelemetry import trace
+from opentelemetry.sdk.trace import SpanProcessor
+from opentelemetry.sdk.trace.id_generator import RandomIdGenerator
 from opentelemetry.sdk.trace.sampling import ALWAYS_ON, DEFAULT_ON, Decision
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import NonRecordingSpan, SpanContext, SpanKind, Status, StatusCode, TraceFlags
+from opentelemetry.trace.span import DEFAULT_TRACE_STATE, TraceState
 
 from pcfjudge._version import __version__
 from pcfjudge.telemetry.tracing import SCOPE as NAME
 
 if TYPE_CHECKING:
     from opentelemetry.context import Context
-    from opentelemetry.sdk.resources import Resource
-    from opentelemetry.sdk.trace import ReadableSpan, Tracer
-    from opentelemetry.sdk.trace import Span as SdkSpan
+    from opentelemetry.sdk.trace import Tracer
     from opentelemetry.util.types import AnyValue, Attributes
 
 SCOPE = InstrumentationScope(NAME, __version__)
 _UNSET = Status(StatusCode.UNSET)
+_FLAGS = [TraceFlags(n) for n in range(4)]  # by sampled | random trace id << 1 (TraceFlags.RANDOM_TRACE_ID is 2)
+_TRACE_ID_MAX, _SPAN_ID_MAX = 2**128 - 1, 2**64 - 1
 
 
 class LightEvent:
@@ -55,7 +60,7 @@ class LightSpan(trace.Span):
     methods to make it. Changes after ``end()`` are ignored, as the SDK's span ignores them."""
 
     __slots__ = (
-        "_hex_ids", "_processor", "attributes", "context", "end_time", "events", "kind", "name", "parent",
+        "_processor", "attributes", "context", "end_time", "events", "kind", "name", "parent",
         "resource", "start_time", "status",
     )  # fmt: skip
     links: Sequence[trace.Link] = ()
@@ -67,22 +72,10 @@ class LightSpan(trace.Span):
         attributes: dict[str, AnyValue], start_time: int,
     ) -> None:  # fmt: skip
         self.name, self.context, self.parent, self.kind, self.attributes = name, context, parent, kind, attributes
-        self.start_time, self.end_time, self.status = start_time, cast("int | None", None), _UNSET
+        self.start_time, self.status, self.resource = start_time, _UNSET, tracer.resource
+        self.end_time: int | None = None
         self.events: list[LightEvent] = []
-        self.resource: Resource = tracer.resource
         self._processor = tracer.span_processor
-        self._hex_ids: dict[str, str] | None = None
-
-    def hex_ids(self) -> dict[str, str]:
-        """Its trace and span ids in hex, as a Prometheus exemplar's labels (made once: a request's span names its
-        latency's observation, and its trace id goes in its ``X-Trace-Id`` header and its access log line)."""
-        if self._hex_ids is None:
-            context = self.context
-            self._hex_ids = {
-                "trace_id": context.trace_id.to_bytes(16, "big").hex(),
-                "span_id": context.span_id.to_bytes(8, "big").hex(),
-            }
-        return self._hex_ids
 
     def get_span_context(self) -> SpanContext:
         return self.context
@@ -131,7 +124,7 @@ class LightSpan(trace.Span):
     def end(self, end_time: int | None = None) -> None:
         if self.end_time is None:
             self.end_time = end_time if end_time is not None else time_ns()
-            self._processor.on_end(cast("ReadableSpan", self))  # it queues the span for the exporter, which reads it
+            self._processor.on_end(self)  # type: ignore[arg-type]  # it queues the span for the exporter to read
 
 
 def start_span(
@@ -142,27 +135,51 @@ def start_span(
     attributes: Mapping[str, AnyValue] | None = None,
     start_time: int | None = None,
 ) -> trace.Span:
-    """A span started as ``tracer.start_span`` (the SDK's) would start it, recorded as a ``LightSpan``."""
-    parent: SpanContext | None = trace.get_current_span(context).get_span_context()
-    ids = tracer.id_generator
-    if parent is None or not parent.is_valid:
-        parent, trace_id, random_id = None, ids.generate_trace_id(), ids.is_trace_id_random()
-    else:
+    """A span started as ``tracer.start_span`` (the SDK's) would start it, recorded as a ``LightSpan``. What the SDK's
+    own parts would answer is known here without asking them: the ids of its ``RandomIdGenerator`` (its random
+    numbers, drawn the same way), the decision of ``ALWAYS_ON`` and of ``DEFAULT_ON`` at a root, the ``SpanContext``
+    of valid ids (its fields, without its checks), and the base processor's ``on_start``, which does nothing."""
+    if context is None:
+        context = otel_context.get_current()
+    parent: SpanContext | None = trace.get_current_span(context).get_span_context() if context else None
+    ids, sampler = tracer.id_generator, tracer.sampler
+    if parent is not None and parent.is_valid:
         trace_id, random_id = parent.trace_id, parent.trace_flags.random_trace_id
-    sampler = tracer.sampler
-    if sampler is ALWAYS_ON or (sampler is DEFAULT_ON and parent is None):  # the decision is known: sampled, the
-        decision, state = Decision.RECORD_AND_SAMPLE, parent.trace_state if parent is not None else None  # SDK's
-        kept = dict(attributes) if attributes else {}  # as its StaticSampler's result, without making one
+    elif ids.__class__ is RandomIdGenerator:
+        parent, trace_id, random_id = None, getrandbits(128) or _random_id(128), True
     else:
-        sampled = sampler.should_sample(context, trace_id, name, kind, attributes, ())
-        decision, state = sampled.decision, sampled.trace_state
-        kept = dict(sampled.attributes) if sampled.attributes else {}
-    flags = TraceFlags.SAMPLED if decision is Decision.RECORD_AND_SAMPLE else TraceFlags.DEFAULT
-    if random_id:
-        flags |= TraceFlags.RANDOM_TRACE_ID
-    span_context = SpanContext(trace_id, ids.generate_span_id(), False, TraceFlags(flags), state)
-    if decision is Decision.DROP:
-        return NonRecordingSpan(span_context)
+        parent, trace_id, random_id = None, ids.generate_trace_id(), ids.is_trace_id_random()
+    span_id = (getrandbits(64) or _random_id(64)) if ids.__class__ is RandomIdGenerator else ids.generate_span_id()
+    if sampler is ALWAYS_ON or (sampler is DEFAULT_ON and parent is None):
+        sampled, state = True, parent.trace_state if parent is not None else DEFAULT_TRACE_STATE
+        kept = dict(attributes) if attributes else {}  # (as its StaticSampler's result)
+    else:
+        decision = sampler.should_sample(context, trace_id, name, kind, attributes, ())
+        sampled, state = decision.decision is Decision.RECORD_AND_SAMPLE, decision.trace_state or DEFAULT_TRACE_STATE
+        if decision.decision is Decision.DROP:
+            return NonRecordingSpan(_span_context(trace_id, span_id, _FLAGS[random_id << 1], state))
+        kept = dict(decision.attributes) if decision.attributes else {}
+    valid = 0 < trace_id <= _TRACE_ID_MAX and 0 < span_id <= _SPAN_ID_MAX
+    span_context = tuple.__new__(
+        SpanContext, (trace_id, span_id, False, _FLAGS[sampled | random_id << 1], state, valid)
+    )
     span = LightSpan(tracer, name, span_context, parent, kind, kept, start_time or time_ns())
-    tracer.span_processor.on_start(cast("SdkSpan", span), parent_context=context)
+    processor = tracer.span_processor
+    if processor.__class__.on_start is not SpanProcessor.on_start:  # (the base class's does nothing)
+        processor.on_start(span, parent_context=context)  # type: ignore[arg-type]
     return span
+
+
+def _random_id(bits: int) -> int:
+    """A trace (128 bits) or span (64) id, as the SDK's ``RandomIdGenerator`` draws it (never 0: invalid)."""
+    n = getrandbits(bits)
+    while not n:
+        n = getrandbits(bits)
+    return n
+
+
+def _span_context(trace_id: int, span_id: int, flags: TraceFlags, state: TraceState) -> SpanContext:
+    """``SpanContext(trace_id, span_id, False, flags, state)``: the tuple of its fields, as it makes it, without its
+    checks in Python."""
+    valid = 0 < trace_id <= _TRACE_ID_MAX and 0 < span_id <= _SPAN_ID_MAX
+    return tuple.__new__(SpanContext, (trace_id, span_id, False, flags, state, valid))

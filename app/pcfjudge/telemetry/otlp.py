@@ -37,10 +37,10 @@ Encoded = tuple["Resource", "InstrumentationScope | None", bytes]
 _FIXED64 = Struct("<Q").pack
 _FIXED32 = Struct("<I").pack
 _DOUBLE = Struct("<d").pack
+_TIMES = Struct("<BQBQ").pack  # a span's start and end: two fixed64 fields, tags 0x39 and 0x41
 _HAS_IS_REMOTE, _IS_REMOTE = 0x100, 0x200  # SpanFlags: bit 8 says whether bit 9 (the parent is remote) is known
-_HASHABLE = frozenset({bool, int, float})  # kept by (key, type, value); text by its item; a tuple may hold a list
 _KEPT = 8192  # attributes kept encoded; more, and the table starts again
-_VOLATILE = 4096  # a key seen with this many values not kept before is volatile (a request id is new every time)
+_VOLATILE = 256  # a key seen with this many values not kept before is volatile (its values are not kept)
 
 
 def _varint(n: int) -> bytes:
@@ -96,69 +96,105 @@ def _key_value(key: str, value: Any) -> bytes:
 
 
 class _Attributes:
-    """``repeated KeyValue`` fields, keeping what was seen as its encoded bytes: a text attribute by its (key, value)
-    item itself (no text equals a number), any other by (key, type, value) (1, 1.0 and True are equal keys).
-    A key whose values keep changing (a request's id) is encoded every time and no longer kept."""
+    """``repeated KeyValue`` fields of one kind of message (a span's attributes, an event's), as bytes, keeping what
+    repeats: a set of attributes seen before (a warm request's route, status and key name; a judgment's model and
+    size) is one lookup of its items and their types. A set seen for the first time is encoded item by item, each
+    item kept by its (key, value) in a table of the value's type (1, 1.0 and True are equal keys, in three tables).
+    A volatile key (a request's id: new on every span) is left out of the set and encoded every time, after it; a
+    key found with ``_VOLATILE`` values never seen before becomes one."""
 
-    __slots__ = ("_kept", "_misses", "_typed", "_volatile")
+    __slots__ = ("_heads", "_items", "_misses", "_sets", "_volatile")
 
-    def __init__(self) -> None:
-        self._kept: dict[tuple[str, str], bytes] = {}
-        self._typed: dict[tuple[str, type, Any], bytes] = {}
+    def __init__(self, volatile: Iterable[str] = ()) -> None:
+        self._sets: dict[tuple[Any, ...], bytes] = {}
+        self._items: dict[type, dict[tuple[str, Any], bytes]] = {str: {}, int: {}, float: {}, bool: {}}
         self._misses: dict[str, int] = {}
-        self._volatile: set[str] = set()
+        self._volatile = {key: _text(b"\x0a", key) for key in volatile}  # a volatile key -> its KeyValue.key field
+        self._heads: dict[tuple[bytes, bytes, int], bytes] = {}  # (tag, key field, length) -> a volatile field's head
 
-    def __call__(self, tag: bytes, attributes: Mapping[str, Any] | None) -> list[bytes]:
+    def __call__(self, tag: bytes, attributes: Mapping[str, Any] | None) -> bytes:
         if not attributes:
-            return []
-        kept, out = self._kept, []
-        for item in attributes.items():
-            found = kept.get(item) if item[1].__class__ is str else None
-            if found is None:
-                found = self._encoded(tag, item[0], item[1])
-                if found is None:
-                    continue
-            out.append(found)
-        return out
+            return b""
+        volatile, tail = self._volatile, b""
+        if not volatile.keys().isdisjoint(attributes.keys()):
+            rest = dict(attributes)
+            for name in volatile.keys() & rest.keys():
+                tail += self._volatile_item(tag, volatile[name], name, rest.pop(name))
+            attributes = rest
+        try:
+            key = (*attributes.items(), *map(type, attributes.values()))
+            found = self._sets.get(key)
+        except TypeError:  # a value that is a list (it has no hash): item by item
+            return b"".join(self._item(tag, *item) for item in attributes.items()) + tail
+        if found is None:
+            found = b"".join(self._item(tag, *item) for item in attributes.items())
+            if len(self._sets) >= _KEPT:
+                self._sets.clear()
+            self._sets[key] = found
+        return found + tail
 
-    def _encoded(self, tag: bytes, key: str, value: Any) -> bytes | None:
-        """``key`` and ``value``'s field, kept unless the key is volatile (None: it has no encoding, as the SDK's
-        encoder leaves such an attribute out, and says so)."""
-        cls = value.__class__
-        typed = cls in _HASHABLE  # (a number or a bool; text is kept by its item)
-        if typed:
-            found = self._typed.get((key, cls, value))
+    def _volatile_item(self, tag: bytes, named: bytes, key: str, value: Any) -> bytes:
+        """A volatile attribute's field: its text, after the fields' head kept by key and length (a request id's
+        length is always the same)."""
+        if value.__class__ is not str:
+            return self._encoded(tag, key, value)
+        data = value.encode()
+        head = self._heads.get((tag, named, len(data)))
+        if head is None:
+            n = len(data)
+            any_value = b"\x0a" + (_SHORT[n] if n < 16384 else _varint(n))  # AnyValue.string_value, before the text
+            n = len(any_value) + n
+            pair = named + b"\x12" + (_SHORT[n] if n < 16384 else _varint(n)) + any_value  # KeyValue, before it
+            n = len(pair) + len(data)
+            head = tag + (_SHORT[n] if n < 16384 else _varint(n)) + pair
+            if len(self._heads) >= _KEPT:
+                self._heads.clear()
+            self._heads[(tag, named, len(data))] = head
+        return head + data
+
+    def _item(self, tag: bytes, key: str, value: Any) -> bytes:
+        """One attribute's field: kept, or encoded and kept unless its key is volatile (b"": it has no encoding, as
+        the SDK's encoder leaves such an attribute out, and says so)."""
+        table = self._items.get(value.__class__)
+        if table is not None:
+            found = table.get((key, value))
             if found is not None:
                 return found
-        try:
-            found = _sized(tag, _key_value(key, value))
-        except (TypeError, ValueError) as error:
-            log.error("tracing: attribute %s not exported: %s", key, error)
-            return None
-        if key in self._volatile or not (typed or cls is str):
+        found = self._encoded(tag, key, value)
+        if table is None or not found or key in self._volatile:
             return found
         misses = self._misses[key] = self._misses.get(key, 0) + 1
         if misses > _VOLATILE:
-            self._volatile.add(key)
+            if value.__class__ is str:
+                self._volatile[key] = _text(b"\x0a", key)
             return found
-        table: dict[Any, bytes] = self._typed if typed else self._kept
         if len(table) >= _KEPT:
             table.clear()
-        table[(key, cls, value) if typed else (key, value)] = found
+        table[(key, value)] = found
         return found
+
+    @staticmethod
+    def _encoded(tag: bytes, key: str, value: Any) -> bytes:
+        try:
+            return _sized(tag, _key_value(key, value))
+        except (TypeError, ValueError) as error:
+            log.error("tracing: attribute %s not exported: %s", key, error)
+            return b""
 
 
 # ── spans ────────────────────────────────────────────────────────────────────────────────────────────────────────
 
 
 class SpanEncoder:
-    """``encode(spans)``: an ``ExportTraceServiceRequest``'s bytes. One per exporter (its tables are its own)."""
+    """``encode(spans)``: an ``ExportTraceServiceRequest``'s bytes. One per exporter (its tables are its own);
+    ``volatile``: attribute keys whose values are new every time (a request's id), never kept."""
 
-    def __init__(self) -> None:
-        self._span_attributes = _Attributes()  # tag 9: Span.attributes
-        self._event_attributes = _Attributes()  # tag 3: Event.attributes
+    def __init__(self, volatile: Iterable[str] = ()) -> None:
+        self._span_attributes = _Attributes(volatile)  # tag 9: Span.attributes
+        self._event_attributes = _Attributes(volatile)  # tag 3: Event.attributes
         self._scoped: dict[int, tuple[object, bytes]] = {}  # id(resource or scope) -> (it, its encoded message)
         self._names: dict[tuple[str, int], bytes] = {}
+        self._event_names: dict[str, bytes] = {}
         self._statuses: dict[int, tuple[Status, bytes]] = {}
 
     def encode(self, spans: Sequence[ReadableSpan]) -> bytes:
@@ -166,7 +202,9 @@ class SpanEncoder:
 
     def span(self, span: ReadableSpan) -> bytes:
         """One span, as a ``ScopeSpans.spans`` field (``request`` puts it in its scope and resource)."""
-        return _sized(b"\x12", self._span(span))
+        body = self._span(span)
+        n = len(body)
+        return b"\x12" + (_SHORT[n] if n < 16384 else _varint(n)) + body
 
     def request(self, encoded: Iterable[Encoded]) -> bytes:
         """The ``ExportTraceServiceRequest`` of spans ``span`` encoded, grouped by resource and scope."""
@@ -193,7 +231,7 @@ class SpanEncoder:
     def _resource(self, resource: Resource) -> bytes:
         kept = self._scoped.get(id(resource))
         if kept is None or kept[0] is not resource:
-            kept = self._scoped[id(resource)] = (resource, b"".join(_Attributes()(b"\x0a", resource.attributes)))
+            kept = self._scoped[id(resource)] = (resource, _Attributes()(b"\x0a", resource.attributes))
         return kept[1]
 
     def _scope(self, scope: InstrumentationScope | None) -> bytes:
@@ -203,56 +241,55 @@ class SpanEncoder:
         if kept is None or kept[0] is not scope:
             encoded = _text(b"\x0a", scope.name) if scope.name else b""
             encoded += _text(b"\x12", scope.version) if scope.version else b""
-            encoded += b"".join(_Attributes()(b"\x1a", scope.attributes))
+            encoded += _Attributes()(b"\x1a", scope.attributes)
             kept = self._scoped[id(scope)] = (scope, encoded)
         return kept[1]
 
     def _span(self, span: ReadableSpan) -> bytes:
         context, parent = span.context, span.parent
         assert context is not None
-        parts = [b"\x0a\x10" + context.trace_id.to_bytes(16, "big"), b"\x12\x08" + context.span_id.to_bytes(8, "big")]
-        state = context.trace_state
+        trace_id, span_id, _, _, state, _ = context  # (a SpanContext is a tuple: one unpacking, no property call)
+        head = b"\x0a\x10" + trace_id.to_bytes(16, "big") + b"\x12\x08" + span_id.to_bytes(8, "big")
         if state is not DEFAULT_TRACE_STATE and state:  # (the default, empty, is most spans': no call to its len)
-            parts.append(_text(b"\x1a", ",".join(f"{k}={v}" for k, v in state.items())))
+            head += _text(b"\x1a", ",".join(f"{k}={v}" for k, v in state.items()))
         if parent is not None:
-            parts.append(b"\x22\x08" + parent.span_id.to_bytes(8, "big"))
-        parts.append(self._named(span.name, span.kind))
-        if span.start_time:
-            parts.append(b"\x39" + _FIXED64(span.start_time))
-        if span.end_time:
-            parts.append(b"\x41" + _FIXED64(span.end_time))
-        parts += self._span_attributes(b"\x4a", span.attributes)
+            head += b"\x22\x08" + parent[1].to_bytes(8, "big")
+        kind = span.kind
+        named = self._names.get((span.name, kind._value_))
+        parts = [head, named if named is not None else self._named(span.name, kind)]
+        start, end = span.start_time, span.end_time
+        if start and end:
+            parts.append(_TIMES(0x39, start, 0x41, end))
+        elif start or end:
+            parts.append(b"\x39" + _FIXED64(start) if start else b"\x41" + _FIXED64(end))
+        parts.append(self._span_attributes(b"\x4a", span.attributes))
         if span.dropped_attributes:
             parts.append(b"\x50" + _varint(span.dropped_attributes))
         for event in span.events:
-            parts.append(_sized(b"\x5a", self._event(event)))
+            parts.append(self._event(event))
         if span.dropped_events:
             parts.append(b"\x60" + _varint(span.dropped_events))
         for link in span.links:
             parts.append(_sized(b"\x6a", self._link(link)))
         if span.dropped_links:
             parts.append(b"\x70" + _varint(span.dropped_links))
-        parts.append(self._status(span.status))
-        parts.append(_REMOTE_PARENT if parent is not None and parent.is_remote else _LOCAL_PARENT)
+        status = span.status
+        kept = self._statuses.get(id(status))
+        parts.append(kept[1] if kept is not None and kept[0] is status else self._status(status))
+        parts.append(_REMOTE_PARENT if parent is not None and parent[2] else _LOCAL_PARENT)
         return b"".join(parts)
 
     def _named(self, name: str, kind: SpanKind) -> bytes:
-        """A span's ``name`` and ``kind`` fields (kept: a service names its spans from a few patterns; keyed by the
+        """A span's ``name`` and ``kind`` fields, kept (a service names its spans from a few patterns; keyed by the
         kind's value, an int, since an enum member hashes in Python)."""
-        key = (name, kind._value_)
-        found = self._names.get(key)
-        if found is None:
-            found = (_text(b"\x2a", name) if name else b"") + b"\x30" + _SHORT[kind.value + 1]  # UNSPECIFIED is 0
-            if len(self._names) >= _KEPT:
-                self._names.clear()
-            self._names[key] = found
+        found = (_text(b"\x2a", name) if name else b"") + b"\x30" + _SHORT[kind.value + 1]  # UNSPECIFIED is 0
+        if len(self._names) >= _KEPT:
+            self._names.clear()
+        self._names[(name, kind._value_)] = found
         return found
 
     def _status(self, status: Status) -> bytes:
-        """A span's ``status`` field (kept by the status object: most spans share the unset one)."""
-        kept = self._statuses.get(id(status))
-        if kept is not None and kept[0] is status:
-            return kept[1]
+        """A span's ``status`` field, kept by the status object (most spans share the unset one)."""
         code, description = status.status_code.value, status.description
         if code or description:
             message = _text(b"\x12", description) if description else b""
@@ -265,18 +302,25 @@ class SpanEncoder:
         return encoded
 
     def _event(self, event: Event) -> bytes:
-        parts = [b"\x09" + _FIXED64(event.timestamp)] if event.timestamp else []
-        if event.name:
-            parts.append(_text(b"\x12", event.name))
-        parts += self._event_attributes(b"\x1a", event.attributes)
+        """An event, as a ``Span.events`` field."""
+        name = event.name
+        head = self._event_names.get(name)
+        if head is None:
+            head = _text(b"\x12", name) if name else b""
+            if len(self._event_names) >= _KEPT:
+                self._event_names.clear()
+            self._event_names[name] = head
+        timestamp = event.timestamp
+        parts = [b"\x09" + _FIXED64(timestamp) + head if timestamp else head]
+        parts.append(self._event_attributes(b"\x1a", event.attributes))
         if event.dropped_attributes:
             parts.append(b"\x20" + _varint(event.dropped_attributes))
-        return b"".join(parts)
+        return _sized(b"\x5a", b"".join(parts))
 
     def _link(self, link: Link) -> bytes:
         context = link.context
         parts = [b"\x0a\x10" + context.trace_id.to_bytes(16, "big"), b"\x12\x08" + context.span_id.to_bytes(8, "big")]
-        parts += _Attributes()(b"\x22", link.attributes)
+        parts.append(_Attributes()(b"\x22", link.attributes))
         if link.dropped_attributes:
             parts.append(b"\x28" + _varint(link.dropped_attributes))
         parts.append(b"\x35" + _FIXED32(_flags(context)))
@@ -300,9 +344,9 @@ class SpanExporter(OTLPSpanExporter):
     its HTTP client where this looks for it, each batch goes the SDK's own way (slower, the same on the wire) and
     ``tests/telemetry/test_otlp.py`` says so."""
 
-    def __init__(self) -> None:
+    def __init__(self, volatile: Iterable[str] = ()) -> None:
         super().__init__()
-        self.encoder = SpanEncoder()
+        self.encoder = SpanEncoder(volatile)
         self.direct = callable(getattr(getattr(self, "_client", None), "export", None))
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:

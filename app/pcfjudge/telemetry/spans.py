@@ -19,6 +19,8 @@ from pcfjudge.telemetry import tracing
 from pcfjudge.telemetry.light_spans import LightSpan, start_span
 from pcfjudge.telemetry.tracing import CARRIED, HEADER, UNTRACED, Attributes
 
+_TRACEPARENT = CARRIED[0]  # (it must be there for a trace to continue)
+
 if TYPE_CHECKING:
     from opentelemetry.context import Context
     from opentelemetry.sdk.trace import Tracer
@@ -40,9 +42,10 @@ def server_span(scope: Mapping[str, Any], request_id: str) -> Span | None:
     if tracer is None or path in UNTRACED:
         return None
     parent = None
-    carrier = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope.get("headers", ()) if k in CARRIED}
+    headers = dict(scope.get("headers", ()))  # (the last of a repeated header, as a propagator reads them)
     # Under an outer instrumentation (a server span already current) the request span is its child.
-    if carrier and propagator is not None and not trace.get_current_span().get_span_context().is_valid:
+    if _TRACEPARENT in headers and propagator is not None and not trace.get_current_span().get_span_context().is_valid:
+        carrier = {k.decode("latin-1"): headers[k].decode("latin-1") for k in CARRIED if k in headers}
         parent = propagator.extract(carrier)
     method = scope.get("method", "") or "HTTP"
     attributes: Attributes = {
@@ -55,9 +58,9 @@ def server_span(scope: Mapping[str, Any], request_id: str) -> Span | None:
 
 
 def trace_id(span: Span) -> str:
-    if span.__class__ is LightSpan:  # (isinstance would ask the API's abstract Span class, in Python)
-        return span.hex_ids()["trace_id"]
-    return format(span.get_span_context().trace_id, "032x")
+    """Its trace id, 32 hex digits (as ``X-Trace-Id``, the access log line and an exemplar write it)."""
+    context = span.context if span.__class__ is LightSpan else span.get_span_context()  # (no method call for ours)
+    return format(context[0], "032x")  # (a SpanContext is a tuple: its trace id, without a property call)
 
 
 def response_header(span: Span) -> tuple[bytes, bytes]:
@@ -68,16 +71,16 @@ def response_header(span: Span) -> tuple[bytes, bytes]:
 def end_request(span: Span, method: str, route: str, status: int, key: str) -> None:
     """Name the span by its route template (``POST /judge/listwise``), set the outcome, end it (a span the sampler
     dropped records nothing: it is left as it is)."""
-    if span.__class__ is not LightSpan:
+    if span.__class__ is not LightSpan or not span.is_recording():
         return
-    attributes: Attributes = {"http.response.status_code": status, "pcfjudge.api_key.name": key}
+    attributes = span.attributes  # (ours, not ended: set in place)
+    attributes["http.response.status_code"], attributes["pcfjudge.api_key.name"] = status, key
     if route != "unmatched":
-        span.update_name(f"{method} {route}")
+        span.name = f"{method} {route}"
         attributes["http.route"] = route
     if status >= 500:
         attributes["error.type"] = str(status)
         span.set_status(Status(StatusCode.ERROR))
-    span.set_attributes(attributes)
     span.end()
 
 
@@ -99,7 +102,7 @@ class Judgment:
         self.name, self.attributes, self.span = name, attributes, None
         self._start_ns = time.time_ns()
         self._events: list[tuple[str, Mapping[str, object], int]] = []
-        self._attached: list[tuple[object, Token[Context]]] = []  # (task, token): where the span was made current
+        self._attached: list[tuple[object, Token[Context]]] | None = None  # (task, token): where it was made current
 
     def calling(self) -> None:
         """The judgment is about to wait for calls: its span exists, and is current in this task."""
@@ -111,9 +114,11 @@ class Judgment:
             for name, data, at in self._events:
                 span.add_event(name, event_attributes(data), at)
             self._events.clear()
-        task = asyncio.current_task()
-        if all(t is not task for t, _ in self._attached):
-            self._attached.append((task, otel_context.attach(trace.set_span_in_context(span))))
+        task, attached = asyncio.current_task(), self._attached
+        if attached is None:
+            attached = self._attached = []
+        if all(t is not task for t, _ in attached):
+            attached.append((task, otel_context.attach(trace.set_span_in_context(span))))
 
     def event(self, name: str, data: Mapping[str, object]) -> None:
         """An event of the judgment (``data``: the engine's, each of its numbers and strings an attribute

@@ -59,6 +59,7 @@ SCOPE = "pcfjudge"
 HEADER = b"x-trace-id"
 UNTRACED = frozenset({"/metrics", "/healthz", "/readyz"})  # scrapes and probes: no span of their own
 CARRIED = (b"traceparent", b"tracestate")  # what a request's trace context is read from
+VOLATILE = ("pcfjudge.request_id",)  # attributes new on every span: the encoder does not keep their values
 
 AttributeValue = str | bool | int | float | Sequence[str]
 Attributes = dict[str, AttributeValue]
@@ -133,12 +134,14 @@ def setup() -> bool:
     if "service.version=" not in named:
         attributes["service.version"] = __version__
     provider = TracerProvider(resource=Resource.create(attributes), shutdown_on_exit=False)
-    exporter = SpanExporter()
+    exporter = SpanExporter(volatile=VOLATILE)
     to = target(exporter)
     _LOOP = LoopSpanProcessor(exporter, to) if to is not None else None
     provider.add_span_processor(_LOOP or BatchSpanProcessor(exporter))
     _PROVIDER, _PROPAGATOR = provider, TraceContextTextMapPropagator()
     _TRACER = cast("Tracer", provider.get_tracer(SCOPE, __version__))  # the SDK's: ``light_spans`` reads its parts
+    if _LOOP is not None:  # the provider's only processor: spans go to it directly, not through the provider's
+        _TRACER.span_processor = _LOOP  # type: ignore[assignment]  # loop over its processors (it still shuts it)
     _USERS = 1
     log.info("tracing on: spans go over OTLP/HTTP to %s", endpoint)
     return True
@@ -222,7 +225,7 @@ def unsampled() -> bool:
     others decide by trace id, or always the same), so the judgment and call spans are not even started there."""
     request = REQUEST.get()
     context = (request or trace.get_current_span()).get_span_context()
-    return context.is_valid and not context.trace_flags.sampled
+    return context[5] and not context[3] & 1  # (a SpanContext's tuple: is_valid, and its flags' sampled bit)
 
 
 def exemplar(span: Span | None = None) -> dict[str, str] | None:
@@ -233,9 +236,6 @@ def exemplar(span: Span | None = None) -> dict[str, str] | None:
     context = span.get_span_context()
     if not context.trace_flags.sampled:  # recorded only, or dropped: its trace is not exported
         return None
-    kept = getattr(span, "hex_ids", None)  # a span of this service's (``light_spans``) keeps its ids in hex
-    if kept is not None:
-        return kept()  # type: ignore[no-any-return]
     return {"trace_id": format(context.trace_id, "032x"), "span_id": format(context.span_id, "016x")}
 
 

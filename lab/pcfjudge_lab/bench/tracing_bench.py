@@ -19,7 +19,7 @@ overhead is 1 − on/off.
 
 Off against a build without any tracing code cannot run side by side in one process. What off adds is a fixed
 sequence of checks on each request's and each call's way (``tracing.on()``, the helpers' first lines, one coroutine
-frame around a judgment and one around a call): that sequence is timed here in a loop, against the same sequence
+frame around a call): that sequence is timed here in a loop, against the same sequence
 without it, and set against a request's time in the off rounds.
 """
 
@@ -37,7 +37,7 @@ from typing import Any
 
 import httpx
 from asgi_lifespan import LifespanManager
-from pcfjudge.surface import Settings, Watch, create_app, traced, tracing
+from pcfjudge.surface import Settings, create_app, tracing
 
 K = 7
 CANDIDATES = [
@@ -124,6 +124,8 @@ class _Receiver:
     def stop(self) -> None:
         self.proc.terminate()
         self.proc.wait(timeout=10)
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
 
 
 def _tracing_on(url: str, ratio: float | None, spans: int) -> dict[str, str | None]:
@@ -216,20 +218,18 @@ async def _measure(bench: TracingBench, receiver: _Receiver, out: Measured) -> N
 
 async def _off_path_ns(n: int = 200_000) -> tuple[float, float]:
     """Nanoseconds tracing-off adds to a request's way and to a call's: the same steps timed with and without the
-    checks a request (middleware, the judgment's wrapper, the runner's wave) and a call (the call's wrapper frame,
+    checks a request (middleware, the judgment's start, the runner's wave) and a call (the call's wrapper frame,
     the slot's wait clock, the latency exemplar) make while tracing is off."""
 
     async def judge(_judge: object, _task: object) -> None:
         return None
 
-    def wrapped(judge_: object, task: object) -> Awaitable[None]:
-        return traced(task, Watch(), lambda _w: judge(judge_, task))  # type: ignore[arg-type,type-var]
-
     async def request_off() -> None:
         span = None
         tracing.on()  # the request middleware's check (off: no span is made, nor its module loaded)
         with tracing.current(span):
-            await wrapped(None, None)
+            judgment_span = object() if tracing.on() else None  # Judge.run's (off: no span, no wrapper)
+            await judge(None, judgment_span)
             tracing.on()  # the runner's wave
 
     async def request_bare() -> None:
