@@ -35,18 +35,20 @@ def _tracer() -> Tracer:
     return tracer
 
 
-def server_span(scope: Mapping[str, Any], request_id: str) -> Span | None:
-    """A SERVER span for an HTTP request, continuing the caller's ``traceparent`` (None: off, or a probe)."""
-    tracer, propagator = tracing.tracer(), tracing.propagator()
+def server_span(scope: Mapping[str, Any], request_id: str) -> tuple[Span, tuple[bytes, bytes]] | None:
+    """A SERVER span for an HTTP request, continuing the caller's ``traceparent``, and its response header
+    ``X-Trace-Id: <32 hex digits>`` (None: off, or a probe)."""
+    tracer = tracing.tracer()
     path = scope.get("path", "")
     if tracer is None or path in UNTRACED:
         return None
     parent = None
     headers = dict(scope.get("headers", ()))  # (the last of a repeated header, as a propagator reads them)
     # Under an outer instrumentation (a server span already current) the request span is its child.
-    if _TRACEPARENT in headers and propagator is not None and not trace.get_current_span().get_span_context().is_valid:
+    if _TRACEPARENT in headers and not trace.get_current_span().get_span_context().is_valid:
         carrier = {k.decode("latin-1"): headers[k].decode("latin-1") for k in CARRIED if k in headers}
-        parent = propagator.extract(carrier)
+        propagator = tracing.propagator()
+        parent = propagator.extract(carrier) if propagator is not None else None
     method = scope.get("method", "") or "HTTP"
     attributes: Attributes = {
         "http.request.method": method,
@@ -54,18 +56,14 @@ def server_span(scope: Mapping[str, Any], request_id: str) -> Span | None:
         "url.scheme": scope.get("scheme", "http"),
         "pcfjudge.request_id": request_id,
     }
-    return start_span(tracer, method, context=parent, kind=SpanKind.SERVER, attributes=attributes)
+    span = start_span(tracer, method, context=parent, kind=SpanKind.SERVER, attributes=attributes)
+    return span, (HEADER, trace_id(span).encode())
 
 
 def trace_id(span: Span) -> str:
     """Its trace id, 32 hex digits (as ``X-Trace-Id``, the access log line and an exemplar write it)."""
     context = span.context if span.__class__ is LightSpan else span.get_span_context()  # (no method call for ours)
     return format(context[0], "032x")  # (a SpanContext is a tuple: its trace id, without a property call)
-
-
-def response_header(span: Span) -> tuple[bytes, bytes]:
-    """``X-Trace-Id: <32 hex digits>``: the trace this request's span belongs to."""
-    return HEADER, trace_id(span).encode()
 
 
 def end_request(span: Span, method: str, route: str, status: int, key: str) -> None:

@@ -82,10 +82,10 @@ class RequestMiddleware:
         span: Span | None = None
         added: tuple[tuple[bytes, bytes], ...] = (header,)
         if tracing.on():
-            spans = _spans()
-            span = spans.server_span(scope, rid)
-            if span is not None:
-                added = (header, spans.response_header(span))
+            made = _spans().server_span(scope, rid)
+            if made is not None:
+                span, traced = made
+                added = (header, traced)
 
         async def send_with_id(message: Message) -> None:
             if message["type"] == "http.response.start":
