@@ -421,7 +421,7 @@ def _add_tracing(kinds: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
         "without them (timed in isolation).",
     )
     arg = tracing.add_argument
-    arg("--rounds", type=int, default=5, help="rounds per mode (default 5)")
+    arg("--rounds", type=int, default=9, help="rounds per mode (default 9)")
     arg("--warm-requests", type=int, default=2000, help="warm requests per round (default 2000)")
     arg("--cold-requests", type=int, default=300, help="cold requests per round, K=7 calls each (default 300)")
     arg("--concurrency", type=int, default=8, help="clients at once (default 8)")

@@ -10,17 +10,19 @@ cache, the simulated judge with no latency), ``concurrency`` clients send K=7 li
   backend calls/s;
 
 with tracing **off** (no OTEL_* variable: no provider, the state the service runs in by default), **on** with every
-span sampled (``OTEL_TRACES_SAMPLER=always_on``) and exported by the SDK's batch processor over OTLP/HTTP to a
-receiver in another process (``pcfjudge_lab.otlp_receiver``), which counts what arrives, and on with a share of
-the traces sampled (``parentbased_traceidratio``, ``--ratio``). With tracing on, the batch queue is made large enough
-that no span is dropped, and each phase's time includes the export of every span it made (the provider's shutdown at
-its end waits for it), so the figures carry the whole cost of exporting. Each figure is the median of its rounds; the
-overhead is 1 − on/off.
+span sampled (``OTEL_TRACES_SAMPLER=always_on``) and exported by the service's span processor
+(``telemetry/loop_export.py``) over OTLP/HTTP to a receiver in another process (``pcfjudge_lab.otlp_receiver``), which
+only counts what arrives, and on with a share of the traces sampled (``parentbased_traceidratio``, ``--ratio``). With
+tracing on, the span queue is made large enough that no span is dropped, and each phase's time includes the export of
+every span it made (the provider's shutdown at its end waits for it), so the figures carry the whole cost of
+exporting. Each figure is the median of its rounds; the overhead is 1 − on/off, of those medians, and, paired round
+by round, the median of each round's own 1 − on/off (a round's phases run a second or two apart, so a slow spell of
+a shared machine moves both).
 
 Off against a build without any tracing code cannot run side by side in one process. What off adds is a fixed
 sequence of checks on each request's and each call's way (``tracing.on()``, the helpers' first lines, one coroutine
-frame around a call): that sequence is timed here in a loop, against the same sequence
-without it, and set against a request's time in the off rounds.
+frame around a call): that sequence is timed here in a loop, against the same sequence without it, and set against a
+request's time in the off rounds.
 """
 
 from __future__ import annotations
@@ -57,7 +59,7 @@ def _by_mode() -> dict[str, list[float]]:
 
 @dataclass(slots=True)
 class TracingBench:
-    rounds: int = 5
+    rounds: int = 9
     warm_requests: int = 2000
     cold_requests: int = 300
     concurrency: int = 8
@@ -294,6 +296,9 @@ def format_report(bench: TracingBench, m: Measured) -> str:
         row("cold backend calls/s (cache bypassed)", m.cold_cps),
         row("CPU per warm request, µs (this process)", m.warm_cpu_s, 1e6),
         row("CPU per cold call, µs (its request's share)", m.cold_cpu_s, 1e6),
+        f"  {'paired round by round (median of ratios)':<44} {'':>8}  {_paired(m.warm_rps, 'on'):>18}  "
+        f"{_paired(m.warm_rps, 'sampled'):>18}   (warm; cold: {_paired(m.cold_cps, 'on')}, "
+        f"{_paired(m.cold_cps, 'sampled')})",
         "  rounds, warm req/s: " + "; ".join(f"{mode} {_rates(m.warm_rps[mode])}" for mode in MODES),
         "  rounds, cold calls/s: " + "; ".join(f"{mode} {_rates(m.cold_cps[mode])}" for mode in MODES),
         f"  spans exported with all sampled: {m.spans_received:,} of {m.spans_made:,} made (the receiver's count, in "
@@ -303,6 +308,13 @@ def format_report(bench: TracingBench, m: Measured) -> str:
         f"CPU ({warm_us:.0f} µs) and {m.off_call_ns / (call_us * 1000):.3%} of a cold call's ({call_us:.0f} µs)",
     ]
     return "\n".join(lines)
+
+
+def _paired(values: dict[str, list[float]], mode: str) -> str:
+    """The rate ``mode`` lost against off in each round (the two phases ran a second or two apart), the median of
+    those: what a slow spell of a shared machine, which moves both of a round's phases, changes least."""
+    lost = statistics.median(1 - on / off for off, on in zip(values["off"], values[mode], strict=True))
+    return f"({lost:+.1%})"
 
 
 def _rates(values: list[float]) -> str:
