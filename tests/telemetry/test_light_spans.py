@@ -5,6 +5,7 @@ SDK's span processor and encodes, with the service's encoder and the SDK's own, 
 from __future__ import annotations
 
 import pytest
+from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
@@ -21,7 +22,7 @@ from opentelemetry.sdk.trace.sampling import (
 from opentelemetry.trace import NonRecordingSpan, SpanContext, SpanKind, Status, StatusCode, TraceFlags
 from opentelemetry.trace.span import TraceState
 from pcfjudge.telemetry import spans, tracing
-from pcfjudge.telemetry.light_spans import LightSpan, start_span
+from pcfjudge.telemetry.light_spans import LightSpan, current_context, start_span
 from pcfjudge.telemetry.otlp import SpanEncoder
 
 from tests.support.otel import Kept, tracer
@@ -57,6 +58,7 @@ def test_started_as_the_sdk_starts_a_span(sampler: str, parent: str) -> None:
     assert isinstance(ours, LightSpan) == theirs.is_recording()
     assert (mine.trace_flags, mine.trace_state, mine.is_remote) == (sdk.trace_flags, sdk.trace_state, sdk.is_remote)
     assert mine.is_valid and mine.span_id != sdk.span_id
+    assert tuple(mine) == tuple(SpanContext(mine.trace_id, mine.span_id, False, mine.trace_flags, mine.trace_state))
     if ours.is_recording():
         assert isinstance(ours, LightSpan) and isinstance(theirs, ReadableSpan)
         assert ours.attributes == dict(theirs.attributes or {}) and ours.parent == theirs.parent
@@ -115,3 +117,15 @@ def test_an_exemplar_names_a_sampled_span_only(monkeypatch: pytest.MonkeyPatch) 
     context = sampled.get_span_context()
     expected = {"trace_id": f"{context.trace_id:032x}", "span_id": f"{context.span_id:016x}"}
     assert tracing.exemplar(sampled) == expected and spans.trace_id(sampled) == expected["trace_id"]
+
+
+def test_the_current_context_is_opentelemetrys() -> None:
+    """What a span's start reads as the current context (the runtime context's own variable, where the API keeps
+    it) is ``opentelemetry.context.get_current()``, attached or not."""
+    assert current_context() is otel_context.get_current()
+    token = otel_context.attach(trace.set_span_in_context(NonRecordingSpan(CALLER)))
+    try:
+        assert current_context() is otel_context.get_current()
+        assert trace.get_current_span(current_context()).get_span_context() == CALLER
+    finally:
+        otel_context.detach(token)

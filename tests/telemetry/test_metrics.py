@@ -12,10 +12,14 @@ from pathlib import Path
 
 import httpx
 import pytest
+from pcfjudge.telemetry import metrics, tracing
+from pcfjudge.telemetry.light_spans import start_span
+from prometheus_client import CollectorRegistry, Histogram
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.support.basics import ROOT
 from tests.support.inprocess import ClientFactory
+from tests.support.otel import Kept, tracer
 from tests.support.processes import background_process, serve_process
 from tests.support.waits import free_port, wait_until
 
@@ -164,3 +168,33 @@ def test_workers_share_one_view_of_metrics() -> None:
             assert value(text, "pcfjudge_requests_total", endpoint="/judge/listwise", status="200") == 20
             assert value(text, "pcfjudge_decisions_total", endpoint="/judge/listwise") == 20
         assert list(Path(tmp).glob("counter_*.db")), "workers did not write multiprocess files"
+
+
+def test_an_exemplar_at_most_once_a_second_per_bucket(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``timed``: a sampled span names its observation's bucket, unless that bucket was given one less than a second
+    ago (a scrape shows a bucket's last exemplar only); another bucket gets its own; without tracing, none."""
+    histogram = Histogram("t_seconds", "t", buckets=metrics.LLM_BUCKETS, registry=CollectorRegistry())
+    made = tracer(Kept())
+    first, second, third, slow = (start_span(made, name) for name in ("a", "b", "c", "slow"))
+    now = [1000.0]
+    monkeypatch.setattr(metrics, "monotonic", lambda: now[0])
+
+    def exemplar(bucket: int) -> str | None:
+        found = histogram._buckets[bucket].get_exemplar()
+        return None if found is None else found.labels["trace_id"]
+
+    def trace_of(span: object) -> str:
+        return f"{span.get_span_context().trace_id:032x}"  # type: ignore[attr-defined]
+
+    metrics.timed(histogram, 0.01, first)  # tracing off: observed, no exemplar
+    assert exemplar(0) is None
+    monkeypatch.setattr(tracing, "_TRACER", made)
+    metrics.timed(histogram, 0.01, first)
+    now[0] += 0.5
+    metrics.timed(histogram, 0.02, second)  # the same bucket within the second: the first stays
+    metrics.timed(histogram, 7.0, slow)  # another bucket (le=10): its own
+    assert (exemplar(0), exemplar(7)) == (trace_of(first), trace_of(slow))
+    now[0] += 0.5
+    metrics.timed(histogram, 0.03, third)  # a second later: the bucket's exemplar is the newest again
+    assert exemplar(0) == trace_of(third)
+    assert histogram._buckets[0].get() == 4

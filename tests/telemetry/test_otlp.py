@@ -16,6 +16,7 @@ from opentelemetry.sdk.trace import ReadableSpan, SpanLimits
 from opentelemetry.sdk.trace.export import SpanExportResult
 from opentelemetry.trace import Link, NonRecordingSpan, SpanContext, SpanKind, Status, StatusCode, TraceFlags
 from opentelemetry.trace.span import TraceState
+from opentelemetry.util.types import AnyValue
 from pcfjudge.telemetry.otlp import SpanEncoder, SpanExporter
 
 from tests.support.otel import Kept, provider
@@ -188,7 +189,13 @@ def test_a_volatile_attribute_is_encoded_every_time_and_the_rest_kept(kept: Kept
     other attributes; what is written is the SDK's encoding, attributes compared as the map they are."""
     tracer = provider(kept, {"service.name": "x"}).get_tracer("t")
     for i in range(300):  # "n" takes more new values than an encoder keeps for one key
-        attributes = {"a": "x", "pcfjudge.request_id": f"{i:032x}", "n": f"value {i}", "k": 1, "flag": True}
+        attributes: dict[str, AnyValue] = {
+            "a": "x",
+            "pcfjudge.request_id": f"{i:032x}",
+            "n": f"v{i}",
+            "k": 1,
+            "f": True,
+        }
         tracer.start_span("s", attributes=attributes).end()
     encoder = SpanEncoder(volatile=("pcfjudge.request_id",))
     for batch in (kept.spans[:150], kept.spans[150:], kept.spans[150:]):  # a second time: what was kept is reused

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import contextlib
 import os
-import time
 from bisect import bisect_left
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from time import monotonic
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from prometheus_client import (
@@ -291,7 +291,7 @@ def timed(histogram: Histogram, seconds: float, span: Span | None = None) -> Non
     if span is None and not tracing.on():
         histogram.observe(seconds)
         return
-    key, now = (id(histogram), bisect_left(LLM_BUCKETS, seconds)), time.monotonic()  # (the bucket ``observe`` picks)
+    key, now = (id(histogram), bisect_left(LLM_BUCKETS, seconds)), monotonic()  # (the bucket ``observe`` picks)
     if now - _EXEMPLARS.get(key, -EXEMPLAR_EVERY_S) >= EXEMPLAR_EVERY_S:
         exemplar = tracing.exemplar(span)
         if exemplar is not None:
