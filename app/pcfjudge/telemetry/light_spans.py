@@ -160,10 +160,7 @@ def start_span(
         if decision.decision is Decision.DROP:
             return NonRecordingSpan(_span_context(trace_id, span_id, _FLAGS[random_id << 1], state))
         kept = dict(decision.attributes) if decision.attributes else {}
-    valid = 0 < trace_id <= _TRACE_ID_MAX and 0 < span_id <= _SPAN_ID_MAX
-    span_context = tuple.__new__(
-        SpanContext, (trace_id, span_id, False, _FLAGS[sampled | random_id << 1], state, valid)
-    )
+    span_context = _span_context(trace_id, span_id, _FLAGS[sampled | random_id << 1], state)
     span = LightSpan(tracer, name, span_context, parent, kind, kept, start_time or time_ns())
     processor = tracer.span_processor
     if processor.__class__.on_start is not SpanProcessor.on_start:  # (the base class's does nothing)

@@ -40,6 +40,7 @@ _DOUBLE = Struct("<d").pack
 _TIMES = Struct("<BQBQ").pack  # a span's start and end: two fixed64 fields, tags 0x39 and 0x41
 _HAS_IS_REMOTE, _IS_REMOTE = 0x100, 0x200  # SpanFlags: bit 8 says whether bit 9 (the parent is remote) is known
 _KEPT = 8192  # attributes kept encoded; more, and the table starts again
+_KEPT_SETS = 1024  # sets of attributes kept encoded (a set holds its values: fewer)
 _VOLATILE = 256  # a key seen with this many values not kept before is volatile (its values are not kept)
 
 
@@ -128,7 +129,7 @@ class _Attributes:
             return b"".join(self._item(tag, *item) for item in attributes.items()) + tail
         if found is None:
             found = b"".join(self._item(tag, *item) for item in attributes.items())
-            if len(self._sets) >= _KEPT:
+            if len(self._sets) >= _KEPT_SETS:
                 self._sets.clear()
             self._sets[key] = found
         return found + tail
