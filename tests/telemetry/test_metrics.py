@@ -12,7 +12,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from pcfjudge.telemetry import metrics, tracing
+from pcfjudge.telemetry import metrics, spans, tracing
 from pcfjudge.telemetry.light_spans import start_span
 from prometheus_client import CollectorRegistry, Histogram
 from prometheus_client.parser import text_string_to_metric_families
@@ -171,13 +171,14 @@ def test_workers_share_one_view_of_metrics() -> None:
 
 
 def test_an_exemplar_at_most_once_a_second_per_bucket(monkeypatch: pytest.MonkeyPatch) -> None:
-    """``timed``: a sampled span names its observation's bucket, unless that bucket was given one less than a second
-    ago (a scrape shows a bucket's last exemplar only); another bucket gets its own; without tracing, none."""
+    """``spans.timed`` (a traced request's latency): a sampled span names its observation's bucket, unless that bucket
+    was given one less than a second ago (a scrape shows a bucket's last exemplar only); another bucket gets its own;
+    without tracing, none."""
     histogram = Histogram("t_seconds", "t", buckets=metrics.LLM_BUCKETS, registry=CollectorRegistry())
     made = tracer(Kept())
     first, second, third, slow = (start_span(made, name) for name in ("a", "b", "c", "slow"))
     now = [1000.0]
-    monkeypatch.setattr(metrics, "monotonic", lambda: now[0])
+    monkeypatch.setattr(spans, "monotonic", lambda: now[0])
 
     def exemplar(bucket: int) -> str | None:
         found = histogram._buckets[bucket].get_exemplar()
@@ -186,15 +187,15 @@ def test_an_exemplar_at_most_once_a_second_per_bucket(monkeypatch: pytest.Monkey
     def trace_of(span: object) -> str:
         return f"{span.get_span_context().trace_id:032x}"  # type: ignore[attr-defined]
 
-    metrics.timed(histogram, 0.01, first)  # tracing off: observed, no exemplar
+    spans.timed(histogram, 0.01, first)  # tracing off: observed, no exemplar
     assert exemplar(0) is None
     monkeypatch.setattr(tracing, "_TRACER", made)
-    metrics.timed(histogram, 0.01, first)
+    spans.timed(histogram, 0.01, first)
     now[0] += 0.5
-    metrics.timed(histogram, 0.02, second)  # the same bucket within the second: the first stays
-    metrics.timed(histogram, 7.0, slow)  # another bucket (le=10): its own
+    spans.timed(histogram, 0.02, second)  # the same bucket within the second: the first stays
+    spans.timed(histogram, 7.0, slow)  # another bucket (le=10): its own
     assert (exemplar(0), exemplar(7)) == (trace_of(first), trace_of(slow))
     now[0] += 0.5
-    metrics.timed(histogram, 0.03, third)  # a second later: the bucket's exemplar is the newest again
+    spans.timed(histogram, 0.03, third)  # a second later: the bucket's exemplar is the newest again
     assert exemplar(0) == trace_of(third)
     assert histogram._buckets[0].get() == 4

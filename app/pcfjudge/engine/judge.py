@@ -256,7 +256,7 @@ class Judge:
         ``JudgingFailed`` (502/503/504) below quorum and ``Refusal`` when the quota or admission control declines."""
         task = plan.task
         until = asyncio.get_running_loop().time() + (watch.timeout_s or self.timeout_s)
-        span = (_BEGIN or _begin())(task) if tracing.on() else None  # its span (None in a trace not sampled)
+        span = _judgment_span(task) if tracing.on() else None  # its span (None in a trace not sampled)
         watch = watch.until_at(until, self._heard) if span is None else watch.until_at(until, self._heard, span.heard)
         judged: Awaitable[ListwiseResult | PairwiseResult | ChatResult]
         if isinstance(task, ChatTask):
@@ -266,15 +266,7 @@ class Judge:
             judged = self._ended(watch, self._spend(plan, watch, lambda v: self._pairwise(task, plan, v)))
         else:
             judged = self._ended(watch, self._spend(plan, watch, lambda v: self._listwise(task, plan, v)))
-        if span is None:
-            return await judged
-        try:
-            result = await judged
-        except BaseException as exc:
-            span.failed(exc)
-            raise
-        span.judged(result)
-        return result
+        return await (judged if span is None else span.around(judged))
 
     def _heard(self, event: RunEvent) -> None:
         """The metrics hear a judgment's light events (``progress.LIGHT``)."""
@@ -391,17 +383,11 @@ def stopped_event(result: ListwiseResult | PairwiseResult | ChatResult) -> dict[
     return data
 
 
-_BEGIN: Callable[[ListwiseTask | PairwiseTask | ChatTask], JudgmentSpan | None] | None = None
+def _judgment_span(task: ListwiseTask | PairwiseTask | ChatTask) -> JudgmentSpan | None:
+    """The judgment's span (``engine.judgment_spans``, loaded with tracing on), None in a trace not sampled."""
+    import pcfjudge.engine.judgment_spans as spans  # (this form: no importlib frame)
 
-
-def _begin() -> Callable[[ListwiseTask | PairwiseTask | ChatTask], JudgmentSpan | None]:
-    """``engine.judgment_spans.begin``, loaded by the first judgment with tracing on (not an import statement on
-    every judgment's way)."""
-    global _BEGIN
-    from pcfjudge.engine.judgment_spans import begin
-
-    _BEGIN = begin
-    return begin
+    return spans.begin(task)
 
 
 def _juror_usage(result: object, model: str) -> Usage:

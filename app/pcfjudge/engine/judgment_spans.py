@@ -18,6 +18,9 @@ through), ``pcfjudge.orders`` (the orders each juror judges) and ``pcfjudge.cand
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
+from typing import TypeVar
+
 from pcfjudge.backends.registry import Jury, ResolvedModel
 from pcfjudge.engine.chat_values import ChatResult, ChatTask
 from pcfjudge.engine.listwise_runs import ListwiseResult, ListwiseTask
@@ -25,10 +28,12 @@ from pcfjudge.engine.pairwise_passes import PairwiseResult, PairwiseTask
 from pcfjudge.engine.progress import RunEvent
 from pcfjudge.telemetry import spans, tracing
 
+R = TypeVar("R", bound=ListwiseResult | PairwiseResult | ChatResult)
+
 
 def begin(task: ListwiseTask | PairwiseTask | ChatTask) -> JudgmentSpan | None:
     """The span of a judgment of ``task`` about to start (``Judge.run``, with tracing on): ``heard`` hears its light
-    events, ``judged`` or ``failed`` ends it. None in a trace not sampled (``tracing.unsampled``)."""
+    events, ``around`` awaits it and ends the span. None in a trace not sampled (``tracing.unsampled``)."""
     if tracing.unsampled():
         return None
     return JudgmentSpan(_NAMES[task.__class__], task_attributes(task))
@@ -56,16 +61,19 @@ class JudgmentSpan(spans.Judgment):
         if name is not None:
             self.event(name, event.data)
 
-    def judged(self, result: ListwiseResult | PairwiseResult | ChatResult) -> None:
-        self.ended(result_attributes(result, "gen_ai.request.model" in self.attributes, cached=self.span is None))
-
-    def failed(self, exc: BaseException) -> None:
-        """It failed with ``exc`` (its kind, or its class's name, is the span's ``error.type``); cancelled (not an
-        ``Exception``), the span, if any, ends unmarked."""
-        if isinstance(exc, Exception):
+    async def around(self, judged: Awaitable[R]) -> R:
+        """``judged`` awaited; the span told how it ended: its result, or its failure (its kind, or its class's
+        name, is the span's ``error.type``; cancelled, the span, if any, ends unmarked)."""
+        try:
+            result = await judged
+        except Exception as exc:
             self.ended({}, str(getattr(exc, "kind", "") or type(exc).__name__))
-        else:
+            raise
+        except BaseException:
             self.ended({})
+            raise
+        self.ended(result_attributes(result, "gen_ai.request.model" in self.attributes, cached=self.span is None))
+        return result
 
 
 def task_attributes(task: ListwiseTask | PairwiseTask | ChatTask) -> tracing.Attributes:

@@ -11,11 +11,9 @@ from __future__ import annotations
 
 import contextlib
 import os
-from bisect import bisect_left
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from time import monotonic
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from prometheus_client import (
@@ -35,8 +33,6 @@ from pcfjudge._version import __version__
 from pcfjudge.telemetry import tracing
 
 if TYPE_CHECKING:
-    from opentelemetry.trace import Span
-
     from pcfjudge.types import Usage
 
 disable_created_metrics()  # type: ignore[no-untyped-call]  # no *_created series: less noise for dashboards
@@ -279,28 +275,6 @@ def child(metric: M, *labels: str) -> M:
     return found
 
 
-EXEMPLAR_EVERY_S = 1.0
-_EXEMPLARS: dict[tuple[int, int], float] = {}  # (the histogram child's id, its bucket) -> when it last got one
-
-
-def timed(histogram: Histogram, seconds: float, span: Span | None = None) -> None:
-    """``histogram.observe(seconds)`` (one of the latency histograms, ``LLM_BUCKETS``), with an exemplar naming
-    ``span`` (default: the current span) when it is sampled, at most once a second per bucket: a bucket shows only its
-    last exemplar to a scrape, and prometheus_client checks each one's labels, which cost a traced warm request more
-    than its observation (docs/operations/tracing.md)."""
-    if span is None and not tracing.on():
-        histogram.observe(seconds)
-        return
-    key, now = (id(histogram), bisect_left(LLM_BUCKETS, seconds)), monotonic()  # (the bucket ``observe`` picks)
-    if now - _EXEMPLARS.get(key, -EXEMPLAR_EVERY_S) >= EXEMPLAR_EVERY_S:
-        exemplar = tracing.exemplar(span)
-        if exemplar is not None:
-            _EXEMPLARS[key] = now
-            histogram.observe(seconds, exemplar)
-            return
-    histogram.observe(seconds)
-
-
 class Metrics:
     """The Observer the judging layer reports to, plus recording helpers for routes."""
 
@@ -314,7 +288,7 @@ class Metrics:
     def backend_call(self, model: str, outcome: str, seconds: float, usage: Usage | None) -> None:
         provider, label = model.partition(":")[0], self.model_label(model)
         child(BACKEND_CALLS, provider, label, outcome).inc()
-        timed(child(BACKEND_SECONDS, provider, label), seconds)  # an exemplar: the call's span, if traced
+        child(BACKEND_SECONDS, provider, label).observe(seconds, tracing.exemplar())  # the call's span, if traced
         if usage is not None:
             for kind, value in (
                 ("input", usage.input_tokens),

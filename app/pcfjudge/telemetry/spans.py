@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import asyncio
 import time
+from bisect import bisect_left
 from collections.abc import Mapping
 from contextvars import Token
+from time import monotonic
 from typing import TYPE_CHECKING, Any
 
 from opentelemetry import context as otel_context
@@ -17,6 +19,7 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from pcfjudge.telemetry import tracing
 from pcfjudge.telemetry.light_spans import LightSpan, start_span
+from pcfjudge.telemetry.metrics import LLM_BUCKETS
 from pcfjudge.telemetry.tracing import CARRIED, HEADER, UNTRACED, Attributes
 
 _TRACEPARENT = CARRIED[0]  # (it must be there for a trace to continue)
@@ -25,6 +28,7 @@ if TYPE_CHECKING:
     from opentelemetry.context import Context
     from opentelemetry.sdk.trace import Tracer
     from opentelemetry.trace import Span
+    from prometheus_client import Histogram
 
     from pcfjudge.types import Usage
 
@@ -64,6 +68,24 @@ def trace_id(span: Span) -> str:
     """Its trace id, 32 hex digits (as ``X-Trace-Id``, the access log line and an exemplar write it)."""
     context = span.context if span.__class__ is LightSpan else span.get_span_context()  # (no method call for ours)
     return format(context[0], "032x")  # (a SpanContext is a tuple: its trace id, without a property call)
+
+
+EXEMPLAR_EVERY_S = 1.0
+_EXEMPLARS: dict[tuple[int, int], float] = {}  # (the histogram child's id, its bucket) -> when it last got one
+
+
+def timed(histogram: Histogram, seconds: float, span: Span) -> None:
+    """``histogram.observe(seconds)`` (a request's latency, ``metrics.LLM_BUCKETS``), with an exemplar naming ``span``
+    when it is sampled, at most once a second per bucket: a scrape shows only a bucket's last exemplar, and
+    prometheus_client checks each one's labels, which cost a warm request more than its observation."""
+    key, now = (id(histogram), bisect_left(LLM_BUCKETS, seconds)), monotonic()  # (the bucket ``observe`` picks)
+    if now - _EXEMPLARS.get(key, -EXEMPLAR_EVERY_S) >= EXEMPLAR_EVERY_S:
+        exemplar = tracing.exemplar(span)
+        if exemplar is not None:
+            _EXEMPLARS[key] = now
+            histogram.observe(seconds, exemplar)
+            return
+    histogram.observe(seconds)
 
 
 def end_request(span: Span, method: str, route: str, status: int, key: str) -> None:

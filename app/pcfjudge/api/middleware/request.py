@@ -22,7 +22,6 @@ import os
 import re
 import time
 import traceback
-from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -82,7 +81,9 @@ class RequestMiddleware:
         span: Span | None = None
         added: tuple[tuple[bytes, bytes], ...] = (header,)
         if tracing.on():
-            made = _spans().server_span(scope, rid)
+            import pcfjudge.telemetry.spans as spans  # loaded only with tracing on (no importlib frame)
+
+            made = spans.server_span(scope, rid)
             if made is not None:
                 span, traced = made
                 added = (header, traced)
@@ -119,11 +120,12 @@ class RequestMiddleware:
             m.child(m.REQUESTS, route, str(status)).inc()
             if span is None:
                 m.child(m.REQUEST_SECONDS, route).observe(seconds)
-            else:
-                m.timed(m.child(m.REQUEST_SECONDS, route), seconds, span)
             m.child(m.KEY_REQUESTS, ctx.key, f"{status // 100}xx").inc()
-        if span is not None:
-            _spans().end_request(span, scope.get("method", ""), route, status, ctx.key)
+        if span is not None:  # (a traced path is a tracked one)
+            import pcfjudge.telemetry.spans as spans
+
+            spans.timed(m.child(m.REQUEST_SECONDS, route), seconds, span)  # its exemplar: this request's span
+            spans.end_request(span, scope.get("method", ""), route, status, ctx.key)
         if not ACCESS.isEnabledFor(logging.INFO):
             return
         fields: dict[str, Any] = {
@@ -137,22 +139,10 @@ class RequestMiddleware:
             "cache_hits": ctx.cache_hits,
         }
         if span is not None:
-            fields["trace_id"] = _spans().trace_id(span)
+            import pcfjudge.telemetry.spans as spans
+
+            fields["trace_id"] = spans.trace_id(span)
         ACCESS.info("request", extra=fields)
-
-
-_SPANS: ModuleType | None = None
-
-
-def _spans() -> ModuleType:
-    """``telemetry.spans``, loaded with tracing on (the first request's): an import statement on every request's way
-    would cost it more than this."""
-    global _SPANS
-    if _SPANS is None:
-        import pcfjudge.telemetry.spans as spans
-
-        _SPANS = spans
-    return _SPANS
 
 
 def _log_unhandled(exc: BaseException, rid: str) -> None:
