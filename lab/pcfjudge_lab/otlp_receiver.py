@@ -122,17 +122,13 @@ class OtlpReceiver:
     def __exit__(self, *_: object) -> None:
         self.stop()
 
-    def received(self, spans: list[ReceivedSpan]) -> None:
+    def received(self, count: int, spans: list[ReceivedSpan] | None = None) -> None:
+        """A request's ``count`` spans, kept when it keeps them (``spans``)."""
         with self.lock:
             self.requests += 1
-            self.count += len(spans)
-            if self.keep:
+            self.count += count
+            if spans is not None:
                 self.spans.extend(spans)
-
-    def counted(self, spans: int) -> None:
-        with self.lock:
-            self.requests += 1
-            self.count += spans
 
     def snapshot(self) -> list[ReceivedSpan]:
         with self.lock:
@@ -173,9 +169,10 @@ def _handler(receiver: OtlpReceiver) -> type[BaseHTTPRequestHandler]:
                 self._answer(400, b"", "text/plain")
                 return
             if receiver.keep:
-                receiver.received(spans_of(request))
+                kept = spans_of(request)
+                receiver.received(len(kept), kept)
             else:  # counted only (the bench's sink): no record made of each span, the answer sooner
-                receiver.counted(sum(len(s.spans) for r in request.resource_spans for s in r.scope_spans))
+                receiver.received(sum(len(s.spans) for r in request.resource_spans for s in r.scope_spans))
             self._answer(200, ExportTraceServiceResponse().SerializeToString(), "application/x-protobuf")
 
         def do_GET(self) -> None:

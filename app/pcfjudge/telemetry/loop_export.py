@@ -193,8 +193,8 @@ class LoopSpanProcessor(SpanProcessor):
         self._exporter.send(self._encoder.request(batch))
 
     def _take(self, n: int) -> list[Encoded]:
-        """Up to ``n`` spans off the queue, encoded (one at a time, in one go: measured, a span costs half the time
-        it did encoded as it ended, between a request's other work)."""
+        """Up to ``n`` spans off the queue, encoded in one go (measured: a span costs a third of what it cost
+        encoded as it ended, between its request's other work)."""
         queue, encoder, out = self._queue, self._encoder, []
         for _ in range(min(n, len(queue))):
             span = queue.popleft()
