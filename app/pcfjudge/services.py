@@ -7,27 +7,26 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pcfjudge.backends.registry import Registry
 from pcfjudge.cache.build import build_cache
 from pcfjudge.cache.interface import Cache
 from pcfjudge.cache.job_record import JobStore
 from pcfjudge.cache.job_store import MemoryJobStore, open_job_store
+from pcfjudge.cache.redis_cache import RedisCache
 from pcfjudge.cache.reliability_store import Refresher, ReliabilityStore, open_store
 from pcfjudge.engine.judge import Judge
 from pcfjudge.engine.runner import Runner
+from pcfjudge.judging.drift import MEASURES
 from pcfjudge.judging.reliability import Book, Reliability
+from pcfjudge.reward.rewards import Rewards
 from pcfjudge.security.api_keys import KeyRing
 from pcfjudge.security.guard import Guard
 from pcfjudge.security.limiter import Limiter, MemoryLimiter, RedisLimiter
 from pcfjudge.settings import Settings
 from pcfjudge.telemetry import metrics as gauges
 from pcfjudge.telemetry.metrics import Metrics
-
-if TYPE_CHECKING:
-    from pcfjudge.cache.redis_cache import RedisCache
-    from pcfjudge.reward.rewards import Rewards
 
 log = logging.getLogger(__name__)
 
@@ -49,23 +48,28 @@ class Services:
     @classmethod
     def build(cls, settings: Settings) -> Services:
         metrics = Metrics(known_models(settings))
-        cache = build_cache(settings, metrics)  # in-process LRU; memory in front of Redis with PCFJ_REDIS_URL
+        cache = build_cache(settings.cache, metrics)  # in-process LRU; memory in front of Redis with PCFJ_REDIS_URL
         shared = redis_layer(cache)
         registry = Registry(settings, shared=shared)  # fleets' rate budgets: in Redis with the cache, for every replica
+        metrics.known_models.update(registry.fleet_models())  # each fleet labelled by its name (fleet:<model_name>)
         runner = Runner(
             cache,
-            max_retries=settings.max_retries,
-            retry_base_s=settings.retry_base_s,
-            retry_max_s=settings.retry_max_s,
+            max_retries=settings.fanout.max_retries,
+            retry_base_s=settings.fanout.retry_base_s,
+            retry_max_s=settings.fanout.retry_max_s,
             observer=metrics,
         )
         # Quotas live where the cache does: in Redis shared by the replicas (memory while it is down), else in memory.
         limiter: Limiter = RedisLimiter(shared) if shared is not None else MemoryLimiter()
-        guard = Guard(settings, settings.model_allowlist(), limiter)
+        guard = Guard(settings.access, settings.model_allowlist(), limiter)
         book = Book()
-        judge = Judge(settings, registry, runner, settings.request_timeout_s, guard, reliability=book, observer=metrics)
+        judge = Judge(
+            settings, registry, runner, settings.fanout.request_timeout_s, guard, reliability=book, observer=metrics
+        )
         store: ReliabilityStore = open_store(settings)  # Redis with PCFJ_REDIS_URL, else the calibration file
-        refresher = Refresher(store, lambda rows: load_reliability(book, rows), settings.calibration_refresh_s)
+        refresher = Refresher(
+            store, lambda rows: load_reliability(book, rows), settings.calibration.calibration_refresh_s
+        )
         return cls(
             settings=settings,
             registry=registry,
@@ -73,26 +77,24 @@ class Services:
             runner=runner,
             metrics=metrics,
             judge=judge,
-            keys=KeyRing.from_settings(settings),
+            keys=KeyRing.from_settings(settings.access),
             limiter=limiter,
             reliability=book,
             calibration=refresher,
-            jobs=open_job_store(shared, settings.max_job_store_bytes),
+            jobs=open_job_store(shared, settings.jobs.max_job_store_bytes),
         )
 
     @cached_property
     def rewards(self) -> Rewards:
         """RL reward groups (collected across requests; across replicas with Redis): built with the first one."""
-        from pcfjudge.reward.rewards import Rewards
-
-        return Rewards.build(self.settings, self.judge)
+        return Rewards.build(self.settings.cache, self.judge)
 
     async def start(self) -> None:
         """Connect to Redis (warming its pool; in the background until it answers), load the calibration records,
         then reload them every PCFJ_CALIBRATION_REFRESH_S (the app's lifespan)."""
         shared = redis_layer(self.cache)
         if shared is not None:
-            await shared.start(self.settings.redis_warm_connections)
+            await shared.start(self.settings.cache.redis_warm_connections)
         if self.calibration is not None:
             await self.calibration.start()
 
@@ -117,12 +119,10 @@ class Services:
 
 
 def redis_layer(cache: Cache) -> RedisCache | None:
-    """The cache's Redis layer (memory in front of Redis, with PCFJ_REDIS_URL), or None: Redis is imported only then."""
+    """The cache's Redis layer (memory in front of Redis, with PCFJ_REDIS_URL), or None."""
     shared = getattr(cache, "shared", None)
     if shared is None:
         return None
-    from pcfjudge.cache.redis_cache import RedisCache
-
     return shared if isinstance(shared, RedisCache) else None
 
 
@@ -132,10 +132,10 @@ def known_models(settings: Settings) -> list[str]:
         settings.resolved_default_model(),
         "sim:default",
         "sim:oracle",
-        f"openai:{settings.openai_default_model}",
-        f"anthropic:{settings.anthropic_default_model}",
-        *settings.metrics_models,
-        *(juror for jurors in settings.juries.values() for juror in jurors),
+        f"openai:{settings.models.openai_default_model}",
+        f"anthropic:{settings.models.anthropic_default_model}",
+        *settings.metrics.metrics_models,
+        *(juror for jurors in settings.jury.juries.values() for juror in jurors),
     ]
 
 
@@ -155,7 +155,5 @@ def load_reliability(book: Book, rows: list[dict[str, Any]]) -> None:
 
 
 def _drift(record: Reliability) -> Mapping[str, tuple[bool, float | None]]:
-    from pcfjudge.judging.drift import MEASURES  # a calibration record's only
-
     shifts = {s.measure: (s.drift, s.p_value) for s in record.drift}
     return {m: shifts.get(m, (False, None)) for m in MEASURES}

@@ -4,16 +4,25 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import AliasChoices, BaseModel, Field, SecretStr, model_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SecretStr, model_validator
+from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from pcfjudge.types import MAX_K, OutputMode
 
+ENV_PREFIX = "PCFJ_"
 
-class ModelSelection(BaseModel):
+
+class Group(BaseModel):
+    """One group of settings: a section of docs/operations/settings.md, read by the modules that need it."""
+
+    model_config = ConfigDict(frozen=True, populate_by_name=True)
+
+
+class ModelSelection(Group):
     """Model selection."""
 
     default_model: str | None = Field(
@@ -24,7 +33,7 @@ class ModelSelection(BaseModel):
     anthropic_default_model: str = "claude-sonnet-4-6"
 
 
-class RequestLimits(BaseModel):
+class RequestLimits(Group):
     """Request limits."""
 
     min_candidates: int = Field(2, ge=2)
@@ -32,7 +41,9 @@ class RequestLimits(BaseModel):
         16, ge=2, le=26, description="The window: candidates one prompt shows (past it, rounds of windows)."
     )
     max_items: int = Field(
-        1000, ge=2, description="Candidates (documents) one listwise or rerank request may carry; over it, 413."
+        10_000,
+        ge=2,
+        description="Candidates (documents) one listwise or rerank request may carry, Cohere's own limit; over it, 413.",
     )
     max_group_size: int = Field(
         256,
@@ -49,7 +60,9 @@ class RequestLimits(BaseModel):
     )
     max_question_chars: int = Field(32_000, ge=1)
     max_candidate_chars: int = Field(32_000, ge=1)
-    max_body_bytes: int = Field(2_000_000, ge=1024)
+    max_body_bytes: int = Field(
+        16_000_000, ge=1024, description="A request body, in bytes: 10,000 documents of about 1,500 characters."
+    )
     max_header_bytes: int = Field(
         65_536,
         ge=4096,
@@ -69,8 +82,14 @@ class RequestLimits(BaseModel):
     default_k: int = Field(7, ge=1, le=MAX_K)
     max_executions: int = Field(5, ge=1, le=5)
 
+    @model_validator(mode="after")
+    def _check_limits(self) -> RequestLimits:
+        if self.min_candidates > self.max_candidates:
+            raise ValueError("min_candidates must not exceed max_candidates")
+        return self
 
-class FanOut(BaseModel):
+
+class FanOut(Group):
     """Fan-out and failure policy."""
 
     request_timeout_s: float = Field(120.0, gt=0, description="Per-request deadline for all of its backend calls.")
@@ -95,7 +114,7 @@ class FanOut(BaseModel):
     retry_max_s: float = Field(20.0, ge=0)
 
 
-class AccessAndSpend(BaseModel):
+class AccessAndSpend(Group):
     """Access and spend (see README "Running it safely")."""
 
     api_keys: SecretStr | None = Field(
@@ -113,17 +132,24 @@ class AccessAndSpend(BaseModel):
         description="Per API key: backend calls per minute (charged as planned, cache hits refunded).",
     )
     max_calls_per_request: int = Field(
-        512,
+        4096,
         ge=1,
         description="Backend calls (attempts, retries included) one judgment may make, checked on its plan before any "
-        "call: PCFJ_MAX_ITEMS (1,000) documents in 4 rounds of windows of 16 plan 63 × 4 = 252, so 512 leaves as "
-        "many again for retries (or up to 8 rounds); K=7 × 3 executions is 21.",
+        "call: a windowed judgment plans at most PCFJ_MAX_WINDOW_CALLS (2,048) unless it states max_calls, so 4,096 "
+        "leaves as many again for retries; K=7 × 3 executions is 21.",
+    )
+    max_window_calls: int = Field(
+        2048,
+        ge=1,
+        description="The calls a judgment past one window plans when its request states no max_calls: its rounds' "
+        "calls (ceil(N / 16) × 4), at most this many: 10,000 documents in windows of 16 plan 2,048 of their 2,500 "
+        "(never fewer than the least the design needs).",
     )
     max_input_tokens_per_request: int = Field(
-        2_500_000,
+        10_000_000,
         ge=1,
-        description="Estimated input tokens (≈ characters / 4) of all of one request's calls: 1,000 documents that "
-        "fill PCFJ_MAX_BODY_BYTES (about 2,000 characters each) in 252 windows of 16 estimate about 2.15 million.",
+        description="Estimated input tokens (≈ characters / 4) of all of one request's calls: 10,000 documents of "
+        "about 800 characters in 2,048 windows of 16 estimate about 7.6 million.",
     )
     max_cost_usd_per_request: float | None = Field(
         default=None,
@@ -182,8 +208,14 @@ class AccessAndSpend(BaseModel):
     keep_alive_s: float = Field(5.0, gt=0, description="Idle keep-alive connections are closed after this.")
     log_format: Literal["text", "json"] = "text"
 
+    def pending_per_key(self) -> int:
+        """``max_pending_per_key``, or by default three quarters of ``max_pending_requests``."""
+        if self.max_pending_per_key is not None:
+            return self.max_pending_per_key
+        return max(1, self.max_pending_requests * 3 // 4)
 
-class CacheSettings(BaseModel):
+
+class CacheSettings(Group):
     """Cache."""
 
     cache_max_entries: int = Field(100_000, ge=1)
@@ -231,7 +263,7 @@ class CacheSettings(BaseModel):
     )
 
 
-class RewardSettings(BaseModel):
+class RewardSettings(Group):
     """Rewards for RL (POST /v1/reward and its adapters)."""
 
     reward_group_size: int = Field(
@@ -248,7 +280,7 @@ class RewardSettings(BaseModel):
     )
 
 
-class JobSettings(BaseModel):
+class JobSettings(Group):
     """Jobs (docs/api/jobs.md): judgments that outlive a request, in Redis with PCFJ_REDIS_URL (else in process)."""
 
     job_ttl_s: float = Field(
@@ -266,6 +298,12 @@ class JobSettings(BaseModel):
         gt=0,
         description="A running job's lease, renewed every third of it; a replica that stops renewing (killed) loses "
         "the job to another replica once it lapses.",
+    )
+    job_stall_s: float = Field(
+        600.0,
+        gt=0,
+        description="A running job that finishes no backend call for this long stops renewing its lease and is "
+        "given back to the queue (run again, at most 3 times in all): a job never stays running for ever.",
     )
     job_sweep_s: float = Field(
         2.0, gt=0, description="How often each process looks for queued jobs and lapsed leases to run."
@@ -297,7 +335,7 @@ class JobSettings(BaseModel):
     )
 
 
-class ProcessSettings(BaseModel):
+class ProcessSettings(Group):
     """Process (`pcfjudge serve`)."""
 
     workers: int = Field(1, ge=1, le=128, description="Worker processes: the default of `pcfjudge serve --workers`.")
@@ -309,7 +347,7 @@ class ProcessSettings(BaseModel):
     )
 
 
-class MetricsSettings(BaseModel):
+class MetricsSettings(Group):
     """Metrics."""
 
     metrics_models: list[str] = Field(
@@ -318,7 +356,7 @@ class MetricsSettings(BaseModel):
     )
 
 
-class SimSettings(BaseModel):
+class SimSettings(Group):
     """Simulated judge."""
 
     sim_seed: int = 0
@@ -331,7 +369,7 @@ class SimSettings(BaseModel):
     sim_fail_rate: float = Field(0.0, ge=0, le=1)
 
 
-class ProviderSettings(BaseModel):
+class ProviderSettings(Group):
     """Real providers (keys and URLs also honoured under the SDKs' own names)."""
 
     openai_api_key: SecretStr | None = Field(
@@ -371,8 +409,25 @@ class ProviderSettings(BaseModel):
         "endpoints still get the temperature with it.",
     )
 
+    @model_validator(mode="after")
+    def _check_providers(self) -> ProviderSettings:
+        if self.openai_base_url and urlsplit(self.openai_base_url).username is not None and self.openai_api_key:
+            raise ValueError(
+                "PCFJ_OPENAI_BASE_URL carries user:password and PCFJ_OPENAI_API_KEY (or OPENAI_API_KEY) is set: both "
+                "would go in the Authorization header. Unset the key to send the URL's credentials (HTTP Basic), "
+                "or drop them from the URL to send the key."
+            )
+        for name, url in self.engines.items():
+            if not re.fullmatch(r"[a-z][a-z0-9_-]*", name) or name in ("openai", "anthropic", "sim"):
+                raise ValueError(
+                    f"PCFJ_ENGINES: {name!r} must be a new lower-case provider name (not openai/anthropic/sim)"
+                )
+            if urlsplit(url).scheme not in ("http", "https"):
+                raise ValueError(f"PCFJ_ENGINES: {name!r} needs an http(s) base URL (got {url!r})")
+        return self
 
-class FleetSettings(BaseModel):
+
+class FleetSettings(Group):
     """Judge fleets (docs/operations/fleets.md)."""
 
     models_file: Path | None = Field(
@@ -387,9 +442,15 @@ class FleetSettings(BaseModel):
     fleet_cooldown_s: float = Field(
         30.0, gt=0, description="How long a cooled-down fleet endpoint is left alone before one call probes it."
     )
+    fleet_max_block_s: float = Field(
+        300.0,
+        gt=0,
+        description="The longest a fleet endpoint is blocked for a rate limit (its 429's Retry-After, its "
+        "x-ratelimit-reset-*): a longer wait it asks for is cut to this, on every replica; the others serve meanwhile.",
+    )
 
 
-class JurySettings(BaseModel):
+class JurySettings(Group):
     """Juries (docs/juries.md)."""
 
     juries: dict[str, list[str]] = Field(
@@ -407,8 +468,19 @@ class JurySettings(BaseModel):
     )
     max_jurors: int = Field(5, ge=1, le=16, description="Jurors one jury may have.")
 
+    @model_validator(mode="after")
+    def _check_juries(self) -> JurySettings:
+        for name, jurors in self.juries.items():
+            if ":" in name or "," in name or not name:
+                raise ValueError(
+                    f"PCFJ_JURIES: jury name {name!r} must not contain ':' or ',' (it would read as models)"
+                )
+            if not jurors or len(set(jurors)) != len(jurors) or len(jurors) > self.max_jurors:
+                raise ValueError(f"PCFJ_JURIES: {name!r} needs 1 to {self.max_jurors} distinct models (got {jurors})")
+        return self
 
-class CalibrationSettings(BaseModel):
+
+class CalibrationSettings(Group):
     """Calibration and drift (docs/calibration.md)."""
 
     calibration_file: Path | None = Field(
@@ -430,7 +502,7 @@ class CalibrationSettings(BaseModel):
     )
 
 
-class ChatSettings(BaseModel):
+class ChatSettings(Group):
     """The chat door (`POST /v1/chat/completions`, docs/chat-endpoint.md)."""
 
     chat_unrecognised: Literal["pass", "refuse"] = Field(
@@ -446,7 +518,7 @@ class ChatSettings(BaseModel):
     )
 
 
-class PromptSettings(BaseModel):
+class PromptSettings(Group):
     """Prompts (README "Local open-weight judges")."""
 
     prompts: Literal["v2", "v1"] = Field(
@@ -478,7 +550,7 @@ class PromptSettings(BaseModel):
     )
 
 
-class Settings(
+class _Environment(
     BaseSettings,
     ModelSelection,
     RequestLimits,
@@ -497,72 +569,105 @@ class Settings(
     PromptSettings,
     ChatSettings,
 ):
-    """Every knob of the service, in groups (the classes above, one a section of docs/operations/settings.md) under
-    the same flat ``PCFJ_*`` environment names. Tests build one directly; production reads the environment. A
-    module that needs one group takes that group's type: it is handed the settings, and sees only its group."""
+    """Every field of every group, read flat from the environment (``PCFJ_<NAME>``, and the providers' own names):
+    what ``Settings`` reads its groups from."""
 
-    model_config = SettingsConfigDict(env_prefix="PCFJ_", extra="ignore", populate_by_name=True)
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="forbid", populate_by_name=True)
+
+
+class Settings(BaseModel):
+    """Every knob of the service, in groups (one a section of docs/operations/settings.md) under the same flat
+    ``PCFJ_*`` environment names: ``settings.limits.max_items`` is ``PCFJ_MAX_ITEMS``. ``Settings()`` reads the
+    environment; ``Settings(max_items=50)`` overrides a field by its flat name (tests build one so). A module that
+    needs one group is handed that group."""
+
+    model_config = ConfigDict(frozen=True)
+
+    models: ModelSelection
+    limits: RequestLimits
+    fanout: FanOut
+    access: AccessAndSpend
+    cache: CacheSettings
+    reward: RewardSettings
+    jobs: JobSettings
+    process: ProcessSettings
+    metrics: MetricsSettings
+    sim: SimSettings
+    providers: ProviderSettings
+    fleets: FleetSettings
+    jury: JurySettings
+    calibration: CalibrationSettings
+    prompting: PromptSettings
+    chat: ChatSettings
+
+    def __init__(self, **fields: Any) -> None:
+        """Flat field names (``max_items=50``) or whole groups (``limits=RequestLimits(...)``); the rest from the
+        environment."""
+        super().__init__(**fields)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _read(cls, data: Any) -> Any:
+        """Flat field names (and the environment, for the rest) into the groups; a whole group may be given too."""
+        if not isinstance(data, dict):
+            return data
+        given = {name: value for name, value in data.items() if name in cls.model_fields}
+        if len(given) == len(cls.model_fields):
+            return given
+        flat = _Environment(**{name: value for name, value in data.items() if name not in cls.model_fields})
+        read = {
+            name: {field: getattr(flat, field) for field in group_type(name).model_fields} for name in cls.model_fields
+        }
+        return read | given
 
     @model_validator(mode="after")
     def _check(self) -> Settings:
-        if self.min_candidates > self.max_candidates:
-            raise ValueError("min_candidates must not exceed max_candidates")
-        if self.reward_group_size > self.max_group_size:
+        if self.reward.reward_group_size > self.limits.max_group_size:
             raise ValueError(
-                f"PCFJ_REWARD_GROUP_SIZE ({self.reward_group_size}) must not exceed PCFJ_MAX_GROUP_SIZE "
-                f"({self.max_group_size})"
+                f"PCFJ_REWARD_GROUP_SIZE ({self.reward.reward_group_size}) must not exceed PCFJ_MAX_GROUP_SIZE "
+                f"({self.limits.max_group_size})"
             )
-        if self.openai_base_url and urlsplit(self.openai_base_url).username is not None and self.openai_api_key:
-            raise ValueError(
-                "PCFJ_OPENAI_BASE_URL carries user:password and PCFJ_OPENAI_API_KEY (or OPENAI_API_KEY) is set: both "
-                "would go in the Authorization header. Unset the key to send the URL's credentials (HTTP Basic), "
-                "or drop them from the URL to send the key."
-            )
-        for name, url in self.engines.items():
-            if not re.fullmatch(r"[a-z][a-z0-9_-]*", name) or name in ("openai", "anthropic", "sim"):
-                raise ValueError(
-                    f"PCFJ_ENGINES: {name!r} must be a new lower-case provider name (not openai/anthropic/sim)"
-                )
-            if urlsplit(url).scheme not in ("http", "https"):
-                raise ValueError(f"PCFJ_ENGINES: {name!r} needs an http(s) base URL (got {url!r})")
-        for name, jurors in self.juries.items():
-            if ":" in name or "," in name or not name:
-                raise ValueError(
-                    f"PCFJ_JURIES: jury name {name!r} must not contain ':' or ',' (it would read as models)"
-                )
-            if not jurors or len(set(jurors)) != len(jurors) or len(jurors) > self.max_jurors:
-                raise ValueError(f"PCFJ_JURIES: {name!r} needs 1 to {self.max_jurors} distinct models (got {jurors})")
         return self
 
-    def pending_per_key(self) -> int:
-        """``max_pending_per_key``, or by default three quarters of ``max_pending_requests``."""
-        if self.max_pending_per_key is not None:
-            return self.max_pending_per_key
-        return max(1, self.max_pending_requests * 3 // 4)
+    def replaced(self, **flat: Any) -> Settings:
+        """These settings with some fields (by their flat names) changed, checked as ``Settings(...)`` checks them."""
+        fields = {name: getattr(group, name) for group in self.groups() for name in type(group).model_fields}
+        return Settings(**(fields | flat))
+
+    def groups(self) -> tuple[BaseModel, ...]:
+        return tuple(getattr(self, name) for name in type(self).model_fields)
 
     def model_allowlist(self) -> list[str]:
         """``allowed_models``, or by default the configured default models and every simulated model."""
-        if self.allowed_models is not None:
-            return self.allowed_models
+        if self.access.allowed_models is not None:
+            return self.access.allowed_models
         defaults = [
             self.resolved_default_model(),
-            f"openai:{self.openai_default_model}",
-            f"anthropic:{self.anthropic_default_model}",
+            f"openai:{self.models.openai_default_model}",
+            f"anthropic:{self.models.anthropic_default_model}",
             "sim:*",
-            *(f"{name}:*" for name in self.engines),
-            *(["fleet:*"] if self.models_file is not None else []),
+            *(f"{name}:*" for name in self.providers.engines),
+            *(["fleet:*"] if self.fleets.models_file is not None else []),
         ]
         return list(dict.fromkeys(defaults))
 
     def resolved_default_model(self) -> str:
-        if self.default_model:
-            return self.default_model
-        if self.openai_api_key is not None or self.openai_base_url:
-            return f"openai:{self.openai_default_model}"
-        if self.anthropic_api_key is not None:
-            return f"anthropic:{self.anthropic_default_model}"
+        if self.models.default_model:
+            return self.models.default_model
+        if self.providers.openai_api_key is not None or self.providers.openai_base_url:
+            return f"openai:{self.models.openai_default_model}"
+        if self.providers.anthropic_api_key is not None:
+            return f"anthropic:{self.models.anthropic_default_model}"
         return "sim:default"
 
 
-GROUPS: tuple[type[BaseModel], ...] = tuple(b for b in Settings.__bases__ if b is not BaseSettings)
+def group_type(name: str) -> type[BaseModel]:
+    annotation = Settings.model_fields[name].annotation
+    assert isinstance(annotation, type) and issubclass(annotation, BaseModel)
+    return annotation
+
+
+GROUPS: tuple[type[BaseModel], ...] = tuple(group_type(name) for name in Settings.model_fields)
 """The groups, in the order docs/operations/settings.md shows them."""
+FIELDS: dict[str, FieldInfo] = {name: info for group in GROUPS for name, info in group.model_fields.items()}
+"""Every setting by its flat name (``max_items``: ``PCFJ_MAX_ITEMS``, ``settings.limits.max_items``)."""

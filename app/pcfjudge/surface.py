@@ -91,7 +91,7 @@ if TYPE_CHECKING:
     from pcfjudge.judging.run_records import CandidateJudgment, RunJudgments
     from pcfjudge.judging.templates.template_registry import recognise as recognise_template
     from pcfjudge.judging.waves import Adaptive, Waves
-    from pcfjudge.judging.window_rounds import WindowRanking, WindowSpec, ranking_of, run_values
+    from pcfjudge.judging.window_rounds import WindowRanking, WindowSpec, least_calls, ranking_of, run_values
     from pcfjudge.services import Services
     from pcfjudge.settings import Settings
     from pcfjudge.telemetry import tracing
@@ -143,7 +143,7 @@ _MODULES = {  # module → the names this surface takes from it (an "x as y" is 
     "pcfjudge.judging.run_records": ("CandidateJudgment", "RunJudgments"),
     "pcfjudge.judging.templates.template_registry": ("recognise:recognise_template",),
     "pcfjudge.judging.waves": ("Adaptive", "Waves"),
-    "pcfjudge.judging.window_rounds": ("WindowRanking", "WindowSpec", "ranking_of", "run_values"),
+    "pcfjudge.judging.window_rounds": ("WindowRanking", "WindowSpec", "least_calls", "ranking_of", "run_values"),
     "pcfjudge.services": ("Services",),
     "pcfjudge.settings": ("Settings",),
     "pcfjudge.telemetry.logs": ("log_config",),
@@ -180,8 +180,8 @@ async def listwise_in_process(
     route refuses it, ``pcfjudge.errors``' exceptions), ``services.judge`` judges it, and the result is shaped into
     the response model (with its runs). Returns both: the result carries what the response leaves out (backend calls,
     cache hits)."""
-    from pcfjudge.doors.listwise.listwise_plan import build_task
-    from pcfjudge.doors.listwise.listwise_response import to_response
+    from pcfjudge.doors.listwise.listwise_plan import build_task  # on first use, as every name here
+    from pcfjudge.doors.listwise.listwise_response import to_response  # on first use, as every name here
 
     result = await services.judge.listwise(build_task(body, services.settings, services.judge))
     return result, to_response(result, request_id, True)
@@ -249,6 +249,7 @@ __all__ = [
     "error_correlation",
     "jury",
     "jury_weights",
+    "least_calls",
     "listwise_in_process",
     "listwise_schema_v2",
     "listwise_version",

@@ -37,8 +37,9 @@ OutputMode = Literal["auto", Dialect]
 """``auto`` (learn the dialect from the engine) or one dialect pinned: ``PCFJ_OPENAI_OUTPUT_MODE``."""
 CacheMode = Literal["use", "refresh", "bypass"]
 
-FAILURE_KINDS: dict[int, str] = {502: "backend_error", 503: "backend_overloaded", 504: "backend_timeout"}
-"""The error kind a judging failure reports for each HTTP status it maps to."""
+Failure = Literal["backend_error", "backend_overloaded", "backend_timeout"]
+"""What a failed backend call (and a judgment that failed with it) was: the backend erred (or answered what could not
+be used), it was overloaded or rate limited, or it ran out of time. The HTTP edge's table gives each its status."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,6 +1,6 @@
 """MkDocs hook: the settings reference (``docs/operations/settings.md``) is generated from ``pcfjudge.settings`` at
 build time, so its variables, defaults and meanings are the code's. The page holds the marker ``<!-- settings-table
--->``; every ``Settings`` field becomes one row under its group (``pcfjudge.settings.GROUPS``, titled by the group's
+-->``; every ``Settings`` field becomes one row under its group (``settings.<group>``, titled by the group's
 docstring). A field
 without a ``description=`` takes its meaning from ``MEANINGS`` below (``tests/docs/test_docs.py`` fails on a field that has
 neither)."""
@@ -83,11 +83,12 @@ def meaning(name: str, info: FieldInfo) -> str:
 
 
 def table() -> str:
-    from pcfjudge.settings import GROUPS
+    from pcfjudge.settings import Settings, group_type
 
     out: list[str] = []
-    for group in GROUPS:
-        title = (group.__doc__ or group.__name__).strip().split(" (")[0].rstrip(".")
+    for attribute in Settings.model_fields:
+        group = group_type(attribute)
+        title = (group.__doc__ or group.__name__).strip().split(" (")[0].rstrip(".") + f" (`settings.{attribute}`)"
         rows = []
         for name in group.__annotations__:  # the group's own fields, in the order settings.py declares them
             info = group.model_fields[name]

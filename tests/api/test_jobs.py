@@ -364,6 +364,7 @@ async def test_webhooks_are_off_without_a_secret_and_another_port_is_not_the_ser
 # ── a stopping replica gives its jobs back; the next one resumes them ───────────────────────────────────────────
 
 
+@pytest.mark.alone
 async def test_a_stopping_replica_gives_its_running_job_back_and_another_finishes_it(redis_server: RedisServer) -> None:
     settings = Settings(redis_url=redis_server.url, sim_latency_ms=800, default_k=3, job_sweep_s=0.1)
     async with app_with_services(settings) as (first, _):

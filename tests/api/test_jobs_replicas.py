@@ -18,7 +18,7 @@ from tests.support.processes import background_process, fake_provider_process, s
 from tests.support.redis_server import RedisServer
 from tests.support.waits import free_port, wait_until
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.alone]
 
 K = 7
 REQUEST = {

@@ -112,3 +112,13 @@ async def test_the_route_needs_a_key_when_keys_are_configured(drifted: Path) -> 
         assert refused.status_code == 401 and refused.json()["error"] == "unauthorized"
         allowed = await client.get("/v1/models", headers={"Authorization": f"Bearer {KEY}"})
         assert allowed.status_code == 200 and allowed.json()["data"][0]["drift"] == "drift"
+
+
+async def test_a_jury_is_listed_as_a_model_every_door_takes() -> None:
+    """A PCFJ_JURIES name is a model a request may name at every door: listed, owned by "jury", allowed when every
+    juror is."""
+    settings = Settings(juries={"panel": ["sim:default", "sim:oracle"], "outside": ["sim:default", "openai:x"]})
+    async with app_client(settings) as client:
+        listed = {m["id"]: m for m in (await client.get("/v1/models")).json()["data"]}
+    assert listed["panel"]["owned_by"] == "jury" and listed["panel"]["allowed"] is True
+    assert listed["outside"]["allowed"] is False  # openai:x is off the default allowlist

@@ -18,7 +18,7 @@ from pcfjudge.types import DecodingParams
 
 from tests.support.basics import OPENAI_KEY
 from tests.support.inprocess import FakeProvider, listwise_call
-from tests.support.waits import free_port
+from tests.support.waits import eventually, free_port
 
 Outcome = tuple[str, Any]
 
@@ -97,7 +97,7 @@ async def test_the_factory_sizes_the_pool_for_the_call_slots(fake: FakeProvider)
         assert (await outcome(lambda: backend.complete(listwise_call())))[0] == "ok"
         assert backend.wire._session is not None and backend.wire._session.connector is not None
         assert backend.wire._session.connector.limit == 48
-    sdk = build_openai(settings.model_copy(update={"openai_transport": "sdk"}))
+    sdk = build_openai(settings.replaced(openai_transport="sdk"))
     assert sdk is not None and sdk.transport == "sdk"
     async with aclosing(sdk):
         assert (await outcome(lambda: sdk.complete(listwise_call())))[0] == "ok"
@@ -110,3 +110,49 @@ def test_a_proxy_is_read_from_the_environment_once(monkeypatch: pytest.MonkeyPat
     assert env_proxy("http://127.0.0.1:8100/v1/chat/completions") is None
     monkeypatch.delenv("HTTPS_PROXY")
     assert env_proxy("https://api.openai.com/v1/chat/completions") is None
+
+
+class _Endless:
+    """An engine that answers 200 and streams its body without end (what no real engine does on demand)."""
+
+    def __init__(self) -> None:
+        self.sent, self.stopped = 0, False
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]})
+        chunk = b'{"choices": [' + b" " * 65_536
+        while not self.stopped:  # (a dropped connection is not an error to uvicorn's send: stopped by the test)
+            self.sent += len(chunk)
+            await send({"type": "http.response.body", "body": chunk, "more_body": True})
+
+
+async def test_an_endless_answer_is_cut_at_its_limit_and_its_address_stays_in_the_log(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Issue 49 rows 5 and 7: a body that never ends was read whole into memory (+9.4 GB); an unreachable endpoint's
+    error named its URL to the API caller. Now the wire client stops at MAX_ANSWER_BYTES and drops the connection, and
+    the caller's error names no address (the operator's log does)."""
+    import asyncio
+
+    import uvicorn
+    from pcfjudge.backends.chat_wire import MAX_ANSWER_BYTES
+
+    endless, port = _Endless(), free_port()
+    server = uvicorn.Server(uvicorn.Config(endless, port=port, log_level="error", lifespan="off"))
+    serving = asyncio.create_task(server.serve())
+    try:
+        await eventually(lambda: server.started, what="the endless engine to listen")
+        async with aclosing(_backend(f"http://127.0.0.1:{port}/v1", "wire")) as backend:
+            kind, (detail, retryable, _) = await outcome(lambda: backend.complete(listwise_call()))
+        assert kind == "ProviderError" and f"over {MAX_ANSWER_BYTES} bytes" in detail and not retryable
+        assert endless.sent < 4 * MAX_ANSWER_BYTES  # stopped reading; not gigabytes
+    finally:
+        endless.stopped = server.should_exit = True
+        await serving
+    gone = f"http://127.0.0.1:{free_port()}/v1"
+    async with aclosing(_backend(gone, "wire")) as backend:
+        kind, (detail, _, _) = await outcome(lambda: backend.complete(listwise_call()))
+    assert kind == "ProviderError" and "connection failed" in detail and "127.0.0.1" not in detail
+    assert gone.rstrip("/") in caplog.text or "127.0.0.1" in caplog.text

@@ -168,9 +168,11 @@ def test_other_engines_get_max_tokens_and_openai_gets_max_completion_tokens() ->
 def test_reasoning_effort_is_validated_and_keeps_temperature_off_openai() -> None:
     with pytest.raises(ValidationError, match="reasoning_effort"):
         Settings(reasoning_effort="extreme")
-    local = decoding_params(Settings(reasoning_effort="low", openai_base_url="http://127.0.0.1:11434/v1"), "openai")
+    local = decoding_params(
+        Settings(reasoning_effort="low", openai_base_url="http://127.0.0.1:11434/v1").providers, "openai"
+    )
     assert local.temperature == 0.0 and local.reasoning_effort == "low"  # Ollama would sample at 1.0 without it
-    cloud = decoding_params(Settings(reasoning_effort="low"), "openai")
+    cloud = decoding_params(Settings(reasoning_effort="low").providers, "openai")
     assert cloud.temperature is None  # OpenAI's reasoning models refuse temperature
 
 

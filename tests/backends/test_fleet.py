@@ -169,3 +169,26 @@ async def test_rate_limits_hold_across_two_replicas_with_redis(
     # Undeclared, the limit is learnt from the first 429s' Retry-After, a block every replica sees through Redis: a few
     # 429s, never none (how many depends on how many calls were in flight when the first came back).
     assert seen["undeclared"][0] >= 1
+
+
+async def test_a_retry_after_of_an_hour_blocks_an_endpoint_for_the_cap_and_the_other_serves(
+    tmp_path: Path, fakes: tuple[FakeProvider, FakeProvider, FakeProvider]
+) -> None:
+    """Issue 49 row 6: one 429 with Retry-After: 3600 blocked its endpoint for an hour, on every replica. Now the
+    block is cut to PCFJ_FLEET_MAX_BLOCK_S, the other endpoint serves meanwhile, and /readyz shows it (by id, no URL)."""
+    limited, other, _ = fakes
+    limited.faults(["429"], retry_after=3600)
+    path = models_file(tmp_path, [("limited", limited, {}), ("other", other, {})])
+    async with app_with_services(settings(path, fleet_max_block_s=1.5)) as (client, _):
+        first = await judge_many(client, 4, "limited")
+        assert all_answered(first), [r.text for r in first if r.status_code != 200][:1]
+        assert rate_limited(limited) == 1
+        endpoint = (await client.get("/readyz")).json()["fleets"]["judge"]["endpoints"]["limited"]
+        assert 0 < endpoint["blocked_left_s"] <= 1.5 and "url" not in endpoint
+        served = completions(limited)
+        blocked = await judge_many(client, 4, "blocked")
+        assert all_answered(blocked) and completions(limited) == served  # left alone while blocked
+        await asyncio.sleep(1.6)
+        after = await judge_many(client, 8, "after")
+        assert all_answered(after) and completions(limited) > served  # back after the cap, not an hour
+        assert (await client.get("/readyz")).json()["fleets"]["judge"]["endpoints"]["limited"]["blocked_left_s"] == 0

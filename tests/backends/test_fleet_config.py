@@ -66,6 +66,12 @@ def test_a_litellm_config_reads_as_fleets() -> None:
         ),
         ("{model_name: m, litellm_params: {model: openai/x, rpm: 0}}", "rpm"),
         ("{model_name: m, litellm_params: {model: openai/x, api_base: 'ftp://x'}}", "api_base"),
+        ("{model_name: m, litellm_params: {model: openai/x, api_base: 'http://169.254.169.254/v1'}}", "link-local"),
+        ("{model_name: m, litellm_params: {model: openai/x, api_base: 'http://[fe80::1]:8000/v1'}}", "link-local"),
+        (
+            "{model_name: m, litellm_params: {model: openai/x, api_base: 'http://[::ffff:169.254.1.1]/v1'}}",
+            "link-local",
+        ),
         ("{model_name: m}", "litellm_params"),
     ],
 )
@@ -89,10 +95,15 @@ async def test_the_registry_serves_fleet_model_strings(tmp_path: Path) -> None:
     try:
         model = registry.resolve("fleet:qwen-judge")
         assert model.string == "fleet:qwen-judge" and isinstance(model.backend, FleetBackend)
-        assert model.limit.size == 32 + Settings().backend_concurrency  # the endpoints' capacities together
+        assert model.limit.size == 32 + Settings().fanout.backend_concurrency  # the endpoints' capacities together
         assert registry.fleet_models() == ["fleet:qwen-judge", "fleet:claude-judge"]
         with pytest.raises(ModelError, match="fleet:qwen-judge"):
             registry.resolve("fleet:nope")
+        assert registry.resolve("qwen-judge") == model  # the bare model_name, as LiteLLM's clients send it
+        with pytest.raises(ModelError, match=r"unknown model 'nope'.*fleet:qwen-judge \(or qwen-judge\)"):
+            registry.resolve("nope")
+        with pytest.raises(ModelError, match="must not be empty"):
+            registry.resolve("")
         status = registry.fleet_status()
         assert status["qwen-judge"]["unhealthy"] == []
         assert "sk-ant" not in str(status)
@@ -107,3 +118,11 @@ def test_openai_reset_headers_read_as_seconds() -> None:
     assert reset_seconds("1h2m3.5s") == 3723.5
     assert reset_seconds("2") == 2
     assert reset_seconds(None) == reset_seconds("soon") == 1.0
+
+
+def test_a_bare_name_that_is_a_fleet_and_a_jury_is_refused_at_start_up(tmp_path: Path) -> None:
+    path = tmp_path / "models.yaml"
+    path.write_text(LITELLM_CONFIG.replace("os.environ/ANTHROPIC_KEY_A", "sk-ant-inline-123456789"))
+    settings = Settings(models_file=path, juries={"qwen-judge": ["sim:default", "sim:oracle"]})
+    with pytest.raises(ModelsFileError, match="'qwen-judge' is also a jury of PCFJ_JURIES"):
+        Registry(settings)

@@ -44,7 +44,7 @@ async def test_no_budget_before_the_deadline_is_shed_before_spending() -> None:
     await backend.complete(listwise_call())  # each endpoint's one request this minute
     with pytest.raises(Shed) as shed:
         await backend.complete(listwise_call(), until=asyncio.get_running_loop().time() + 2.0)
-    assert shed.value.kind == "overloaded" and shed.value.status == 503
+    assert shed.value.kind == "overloaded" and shed.value.failure == "backend_overloaded"
     assert shed.value.retry_after is not None and 58 < shed.value.retry_after <= 61
     assert [s.calls for s in stubs] == [1, 1]  # nothing sent
 

@@ -162,7 +162,7 @@ async def test_the_input_file_is_what_vllm_run_batch_takes(
             body = parsed.body
             assert isinstance(body, ChatCompletionRequest) and body.model == "Qwen/Qwen3-8B"
             assert [m.role for m in body.messages] == ["system", "user"]
-            mode = services.settings.openai_output_mode
+            mode = services.settings.providers.openai_output_mode
             if mode == "json_schema":
                 assert body.response_format is not None and body.response_format.json_schema is not None
                 assert body.response_format.json_schema.json_schema is not None  # the schema vLLM decodes with

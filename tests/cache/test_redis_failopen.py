@@ -31,7 +31,7 @@ async def test_killed_redis_fails_open_then_sharing_resumes(redis_server: RedisS
         cache.shared.breaker.clock = clock  # the app built the breaker; from here on only the test moves time
         ok = await client.post("/judge/listwise", json=payload("item 1"))
         assert ok.status_code == 200 and ok.json()["usage"]["backend_calls"] == 3
-        clock.now += settings.redis_breaker_window_s  # the window forgets item 1's operations (all successes)
+        clock.now += settings.cache.redis_breaker_window_s  # the window forgets item 1's operations (all successes)
         assert (await client.get("/readyz")).json()["cache"] == {
             "layer": "redis+memory",
             "status": "ok",

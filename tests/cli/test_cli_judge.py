@@ -106,7 +106,7 @@ def test_file_judges_every_line_with_progress(tmp_path: Path, capsys: pytest.Cap
     assert "[p] Paris." in captured.out and "[1] Lyon." in captured.out
     assert "judged 5/5" in captured.err  # progress (not a terminal: one line per item)
     assert "error: line 4: not JSON" in captured.err
-    assert "error: line 5: candidates: send between 2 and 1000 candidates (got 1)" in captured.err
+    assert "error: line 5: candidates: send between 2 and 10000 candidates (got 1)" in captured.err
     assert 'error: line 6: each line must be {"question"' in captured.err
 
     assert main(["judge", "--file", str(items), "--k", "2", "--json"]) == 1

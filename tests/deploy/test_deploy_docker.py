@@ -66,9 +66,12 @@ def test_compose_replicas_read_real_settings_and_drain_before_sigkill(compose: d
         assert not set(env) - settings_env_names()
         settings = Settings(**{k.removeprefix("PCFJ_").lower(): v for k, v in env.items()})
         assert settings.resolved_default_model() == "sim:default"  # no empty key selects a provider
-        assert settings.redis_url is not None and settings.redis_url.split("//")[1].split(":")[0] in compose["services"]
+        assert (
+            settings.cache.redis_url is not None
+            and settings.cache.redis_url.split("//")[1].split(":")[0] in compose["services"]
+        )
         grace = int(service["stop_grace_period"].removesuffix("s"))
-        assert grace > settings.shutdown_grace_s and service["read_only"] is True
+        assert grace > settings.process.shutdown_grace_s and service["read_only"] is True
 
 
 def dockerfile() -> DockerfileParser:

@@ -115,8 +115,10 @@ def test_configmap_values_are_valid_settings(docs: list[Doc], monkeypatch: pytes
     for name, value in config(docs).items():
         monkeypatch.setenv(name, value)
     settings = Settings()  # raises on any value the service would refuse at start
-    assert settings.shutdown_grace_s >= settings.request_timeout_s, "a drain must outlast the longest request"
-    assert settings.workers == 1
+    assert settings.process.shutdown_grace_s >= settings.fanout.request_timeout_s, (
+        "a drain must outlast the longest request"
+    )
+    assert settings.process.workers == 1
     monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", env_values(docs)["PROMETHEUS_MULTIPROC_DIR"])
     assert metrics.multiprocess_dir() is not None
 

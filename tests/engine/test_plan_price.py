@@ -50,7 +50,7 @@ async def test_no_prices_no_price_and_the_cap_refuses_only_past_it() -> None:
         price = services.judge.plan(build_task(ListwiseRequest.model_validate(BODY), priced, services.judge)).price_usd
     assert price is not None
     for cap, status in ((price * 1.01, 200), (price * 0.99, 422)):
-        async with app_with_services(priced.model_copy(update={"max_cost_usd_per_request": cap})) as (client, _s):
+        async with app_with_services(priced.replaced(max_cost_usd_per_request=cap)) as (client, _s):
             reply = await client.post("/judge/listwise", json=BODY)
         assert reply.status_code == status, reply.text
         if status == 422:

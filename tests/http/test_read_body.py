@@ -16,6 +16,7 @@ from pcfjudge.api.app import create_app
 from pcfjudge.doors.listwise import listwise_routes
 from pcfjudge.doors.pairwise import pairwise_routes
 from pcfjudge.doors.rerank import rerank_routes
+from pcfjudge.doors.reward import reward_adapter_routes
 from pcfjudge.http.read_body import ReadRoute, lean_handler
 
 PLAIN = "/test/plain-listwise"
@@ -85,15 +86,16 @@ async def test_the_lean_handler_answers_as_fastapis_own(
 
 
 def test_only_routes_of_the_door_shape_take_the_lean_handler() -> None:
-    """/judge/listwise and the rerank doors: one body model and the request, returning a Response → lean.
-    /judge/pairwise solves a dependency (the services) and returns a model, TEI's /info takes no body → FastAPI's."""
+    """/judge/listwise, /judge/pairwise and the rerank doors: one body model and the request, returning a Response →
+    lean. OpenRLHF's /get_reward solves dependencies (its query options) and TEI's /info takes no body → FastAPI's."""
     (listwise,) = [r for r in listwise_routes.router.routes if isinstance(r, ReadRoute)]
     (pairwise,) = [r for r in pairwise_routes.router.routes if isinstance(r, ReadRoute)]
     rerank = {r.path: r for r in rerank_routes.router.routes if isinstance(r, ReadRoute)}
     tei = {r.path: r for r in rerank_routes.tei_router.routes if isinstance(r, ReadRoute)}
-    lean = [listwise, rerank["/v1/rerank"], rerank["/v2/rerank"], tei["/rerank"]]
+    adapters = {r.path: r for r in reward_adapter_routes.router.routes if isinstance(r, ReadRoute)}
+    lean = [listwise, pairwise, rerank["/v1/rerank"], rerank["/v2/rerank"], tei["/rerank"]]
     assert all(lean_handler(route) is not None for route in lean)
-    assert lean_handler(pairwise) is None and lean_handler(tei["/info"]) is None
+    assert lean_handler(adapters["/get_reward"]) is None and lean_handler(tei["/info"]) is None
 
 
 async def test_a_body_is_parsed_once(client: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch) -> None:

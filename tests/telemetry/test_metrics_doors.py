@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -13,7 +14,7 @@ import pytest
 from pcfjudge.settings import Settings
 from prometheus_client import REGISTRY
 
-from tests.support.inprocess import app_with_services
+from tests.support.inprocess import app_with_services, running_fake
 
 PRICED = Settings(prices={"sim:default": (1.0, 2.0)})  # so the cost counter moves for the sim judge
 LISTWISE = {"question": "2+2?", "candidates": ["4", "5", "four", "22"], "k": 4}
@@ -101,17 +102,21 @@ async def test_each_door_moves_its_own_judgment_metrics(case: Case) -> None:
             assert response.headers["content-type"].startswith("text/event-stream")
         delta = moved(before)
     labels = {"door": case.door, "mode": case.mode, "endpoint": case.path}
-    assert_one_judgment(delta, case.door, case.mode, case.path)
+    assert_one_judgment(delta, case.door, case.mode, case.path, one_candidate=case.path == "/v1/reward/one")
     assert total("pcfjudge_decisions_total", **labels) >= 1
     if case.door != "pairwise":  # listwise doors: one consensus decision, its agreement observed
         assert delta[("pcfjudge_run_agreement_count", case.door, case.mode, "")] == 1
 
 
-def assert_one_judgment(delta: dict[tuple[str, str, str, str], float], door: str, mode: str, endpoint: str) -> None:
-    """Exactly one judgment, under (door, mode, endpoint) in every judgment family; no other door or mode moved."""
+def assert_one_judgment(
+    delta: dict[tuple[str, str, str, str], float], door: str, mode: str, endpoint: str, one_candidate: bool = False
+) -> None:
+    """Exactly one judgment, under (door, mode, endpoint) in every judgment family; no other door or mode moved. A
+    judgment of one candidate (slime's one sample) had no position to prefer: it moves no top pick."""
     assert delta[("pcfjudge_decisions_total", door, mode, endpoint)] == 1, delta
     assert delta[("pcfjudge_judgment_duration_seconds_count", door, mode, "")] == 1, delta
-    assert delta[("pcfjudge_top_pick_position_total", door, mode, endpoint)] >= 1, delta
+    picks = delta.get(("pcfjudge_top_pick_position_total", door, mode, endpoint), 0.0)
+    assert (picks == 0) if one_candidate else (picks >= 1), delta
     assert delta[("pcfjudge_cost_usd_total", door, mode, "")] > 0, delta
     others = {k: v for k, v in delta.items() if (k[1], k[2]) != (door, mode)}
     assert others == {}, others
@@ -143,13 +148,50 @@ async def test_a_jobs_judgment_is_recorded_in_mode_job(endpoint: str, request_bo
 
 
 async def test_prefer_respond_async_is_a_job_too() -> None:
+    """The 202 is counted under the judging route (not an internal one), the job's judgment in mode job."""
     async with app_with_services(PRICED) as (client, _):
         before = snapshot()
+        accepted_before = total("pcfjudge_requests_total", endpoint="/judge/pairwise", status="202")
         accepted = await client.post("/judge/pairwise", json=PAIRWISE, headers={"Prefer": "respond-async"})
         assert accepted.status_code == 202, accepted.text
         assert (await finished(client, accepted.headers["location"]))["status"] == "succeeded"
         delta = moved(before)
     assert_one_judgment(delta, "pairwise", "job", "/judge/pairwise")
+    assert total("pcfjudge_requests_total", endpoint="/judge/pairwise", status="202") == accepted_before + 1
+    assert total("pcfjudge_requests_total", endpoint="/_internal/respond-async") == 0
+
+
+async def test_the_internal_async_route_sent_to_directly_is_counted_as_unmatched() -> None:
+    """Only the middleware sends to /_internal/respond-async: a direct POST is a 404 under "unmatched"."""
+    async with app_with_services(PRICED) as (client, _):
+        before = total("pcfjudge_requests_total", endpoint="unmatched", status="404")
+        assert (await client.post("/_internal/respond-async", json=PAIRWISE)).status_code == 404
+    assert total("pcfjudge_requests_total", endpoint="unmatched", status="404") == before + 1
+    assert total("pcfjudge_requests_total", endpoint="/_internal/respond-async") == 0
+
+
+async def test_a_refusal_before_routing_is_counted_under_the_doors_route() -> None:
+    """A body over PCFJ_MAX_BODY_BYTES on /v2/rerank is refused before any route runs: counted under /v2/rerank."""
+    async with app_with_services(Settings(max_body_bytes=1024)) as (client, _):
+        before = total("pcfjudge_requests_total", endpoint="/v2/rerank", status="413")
+        large = {"query": "q", "documents": ["x" * 2048]}
+        assert (await client.post("/v2/rerank", json=large)).status_code == 413
+    assert total("pcfjudge_requests_total", endpoint="/v2/rerank", status="413") == before + 1
+
+
+async def test_a_fleets_calls_carry_its_name(tmp_path: Path) -> None:
+    """A fleet's model label is its name (fleet:<model_name>), not "other"."""
+    with running_fake() as fake:
+        models = tmp_path / "models.yaml"
+        models.write_text(
+            f"model_list:\n  - model_name: judge\n    litellm_params:\n      model: hosted_vllm/x\n"
+            f"      api_base: {fake.url}/v1\n"
+        )
+        async with app_with_services(Settings(models_file=models, retry_base_s=0.001)) as (client, _):
+            before = total("pcfjudge_backend_calls_total", model="fleet:judge")
+            body = {**LISTWISE, "model": "judge"}
+            assert (await client.post("/judge/listwise", json=body)).status_code == 200
+    assert total("pcfjudge_backend_calls_total", model="fleet:judge") > before
 
 
 async def test_a_collected_reward_group_is_one_judgment_of_the_request_that_opened_it() -> None:

@@ -1,5 +1,5 @@
 """The old names and where they live now (``MOVED``), and the alias modules that forward to them (``spec_for``):
-loaded by ``pcfjudge._moved``'s finder the first time an old name is imported, never otherwise.
+read by ``pcfjudge._moved``'s finder when a name under ``pcfjudge.`` that nothing else found is imported.
 """
 
 from __future__ import annotations
@@ -40,7 +40,6 @@ MOVED = {
     "pcfjudge.api.deps": "pcfjudge.http.deps",
     "pcfjudge.api.streaming": "pcfjudge.http.streaming",
     "pcfjudge.api.error_handlers": "pcfjudge.http.error_handlers",
-    "pcfjudge.api.jobs.loopback": "pcfjudge.http.loopback",
 }
 """Old module name → where it lives now (a package's submodules follow it: ``pcfjudge.eval.harness`` →
 ``pcfjudge_lab.eval.harness``). The lab's old names resolve only where the lab (pcfjudge-lab) is installed; this

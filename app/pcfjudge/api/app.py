@@ -17,11 +17,7 @@ from pcfjudge.api.middleware.request import RequestMiddleware
 from pcfjudge.api.middleware.respond_async import RespondAsyncMiddleware
 from pcfjudge.api.middleware.shutdown import ShutdownMiddleware
 from pcfjudge.api.routes import health_routes, jobs_routes, metrics_routes, models_routes, playground_routes
-from pcfjudge.doors.chat import chat_routes
-from pcfjudge.doors.listwise import listwise_routes
-from pcfjudge.doors.pairwise import pairwise_routes
-from pcfjudge.doors.rerank import rerank_routes
-from pcfjudge.doors.reward import reward_adapter_routes, reward_routes
+from pcfjudge.doors.door_list import DOORS
 from pcfjudge.http import error_handlers
 from pcfjudge.judging.pairwise_prompts import KEYED_VERSION, PAIRWISE_VERSION
 from pcfjudge.judging.prompts import LISTWISE_VERSION
@@ -64,7 +60,7 @@ def create_app(settings: Settings | None = None, *, freeze_gc: bool = False) -> 
         traced = tracing.setup()  # spans over OTLP when the OTEL_* variables say so; off (and free) otherwise
         services = Services.build(settings)
         app.state.services = services
-        app.state.jobs = jobs = JobRunner(app, services.jobs, settings)  # runs jobs through the app itself
+        app.state.jobs = jobs = JobRunner(services, settings.jobs)  # runs jobs' plans in this process
         try:
             await services.start()  # calibration records: loaded now, reloaded in the background
             await jobs.start()
@@ -91,16 +87,12 @@ def create_app(settings: Settings | None = None, *, freeze_gc: bool = False) -> 
         telemetry={"tracing": False, "metrics": False, "logs": False},
     )
     error_handlers.install(app)
-    include(app, listwise_routes.router)
-    include(app, pairwise_routes.router)
+    for door in DOORS:  # the front doors (pcfjudge.doors.door_list), each with its routers
+        for router in door.routers:
+            include(app, router)
     include(app, health_routes.router)
     include(app, metrics_routes.router)
     include(app, models_routes.router)  # /v1/models: the models, their calibration and drift
-    include(app, rerank_routes.router)  # /v1/rerank and /v2/rerank (Cohere shape)
-    include(app, rerank_routes.tei_router)  # /rerank and /info (TEI shape)
-    include(app, reward_routes.router)  # /v1/reward: RL rewards, groups judged together
-    include(app, reward_adapter_routes.router)  # /get_reward (OpenRLHF), /v1/reward/one (slime)
-    include(app, chat_routes.router)  # /v1/chat/completions: a framework's own judge prompt, every order
     include(app, jobs_routes.router)  # /v1/jobs: judgments that outlive a request (docs/api/jobs.md)
     playground_routes.install(app)
     jobs_routes.install_docs(app)  # the judging routes' 202 with Prefer: respond-async
@@ -109,13 +101,15 @@ def create_app(settings: Settings | None = None, *, freeze_gc: bool = False) -> 
     app.add_middleware(RespondAsyncMiddleware)  # Prefer: respond-async on a judging route: made a job (202)
     app.add_middleware(
         BodyMiddleware,
-        max_bytes=settings.max_body_bytes,
-        body_timeout_s=settings.body_timeout_s,
-        max_depth=settings.max_json_depth,
+        max_bytes=settings.limits.max_body_bytes,
+        body_timeout_s=settings.access.body_timeout_s,
+        max_depth=settings.limits.max_json_depth,
     )
     app.add_middleware(AuthMiddleware)
     app.add_middleware(ShutdownMiddleware)  # a request cancelled past the shutdown grace: 503 shutting_down
     # a head over PCFJ_MAX_HEADER_BYTES / PCFJ_MAX_HEADER_COUNT: 431 before authentication (on any server)
-    app.add_middleware(HeaderLimitMiddleware, max_bytes=settings.max_header_bytes, max_count=settings.max_header_count)
-    app.add_middleware(RequestMiddleware, max_pending=settings.max_pending_requests)
+    app.add_middleware(
+        HeaderLimitMiddleware, max_bytes=settings.limits.max_header_bytes, max_count=settings.limits.max_header_count
+    )
+    app.add_middleware(RequestMiddleware, max_pending=settings.access.max_pending_requests)
     return app

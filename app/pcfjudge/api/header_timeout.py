@@ -16,6 +16,8 @@ as the app it serves does (``create_app`` builds ``Settings()`` the same way).
 from __future__ import annotations
 
 import asyncio
+import logging
+import os
 from functools import cache
 from typing import Any
 
@@ -23,6 +25,8 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from pcfjudge.api.middleware.headers import head_too_large
 from pcfjudge.settings import Settings
+
+log = logging.getLogger("pcfjudge")
 
 
 @cache
@@ -32,14 +36,11 @@ def _settings() -> Settings:
 
 def header_timeout_s() -> float:
     """This process's PCFJ_HEADER_TIMEOUT_S, from its settings (read once)."""
-    return _settings().header_timeout_s
+    return _settings().access.header_timeout_s
 
 
 _408 = b"HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\nconnection: close\r\ncontent-length: "
-_431 = (
-    b"HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-type: application/json\r\nconnection: close\r\n"
-    b"content-length: "
-)
+_431 = b"HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-type: application/json\r\nconnection: close\r\n"
 
 
 class HeaderTimeoutProtocol(HttpToolsProtocol):
@@ -47,7 +48,10 @@ class HeaderTimeoutProtocol(HttpToolsProtocol):
         super().__init__(*args, **kwargs)
         self._header_timer: asyncio.TimerHandle | None = None
         self.header_timeout_s = header_timeout_s()
-        self.max_head_bytes, self.max_head_count = _settings().max_header_bytes, _settings().max_header_count
+        self.max_head_bytes, self.max_head_count = (
+            _settings().limits.max_header_bytes,
+            _settings().limits.max_header_count,
+        )
         self._head_open, self._head_bytes, self._head_count, self._refused = True, 0, 0, False
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
@@ -105,8 +109,11 @@ class HeaderTimeoutProtocol(HttpToolsProtocol):
         self._disarm()
         if self.transport.is_closing():
             return
-        body = head_too_large(self.max_head_bytes, self.max_head_count)
-        self.transport.write(_431 + str(len(body)).encode() + b"\r\n\r\n" + body)
+        rid = os.urandom(16).hex()  # as the app names its requests (api.middleware.request): quotable in a report
+        body = head_too_large(self.max_head_bytes, self.max_head_count, rid)
+        head = _431 + b"x-request-id: %s\r\ncontent-length: %d\r\n\r\n" % (rid.encode(), len(body))
+        self.transport.write(head + body)
+        log.info("refused a request head over its limits (431) request_id=%s", rid)
         self.transport.close()
 
     def connection_lost(self, exc: Exception | None) -> None:

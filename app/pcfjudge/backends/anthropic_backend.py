@@ -18,6 +18,7 @@ records the run as ``invalid_json`` (retried once), like any other unusable answ
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any
 
 import anthropic
@@ -39,6 +40,8 @@ from pcfjudge.backends.sdkerrors import public_url, scrub, status_error
 from pcfjudge.settings import Settings
 from pcfjudge.telemetry import tracing
 from pcfjudge.types import Usage
+
+log = logging.getLogger("pcfjudge")
 
 KEY_ENV = "ANTHROPIC_API_KEY"
 _TOOL_DESCRIPTION = "Record your judgment. Call this exactly once with the complete judgment as its input."
@@ -108,7 +111,8 @@ class AnthropicBackend:
         if isinstance(exc, anthropic.APITimeoutError):
             return BackendTimeout("anthropic request timed out")
         if isinstance(exc, anthropic.APIConnectionError):
-            return ProviderError(f"cannot reach the anthropic endpoint at {self.base_url}")
+            log.warning("cannot reach the anthropic endpoint at %s", self.base_url)  # its address: for operators only
+            return ProviderError("cannot reach the anthropic endpoint (connection failed)")
         if isinstance(exc, anthropic.APIStatusError):
             message = exc.api_message or (exc.type or "")
             return status_error(
@@ -152,14 +156,14 @@ def build_anthropic(settings: Settings) -> AnthropicBackend | None:
     """The Anthropic backend when a key is configured (SDK retries off; the SDK timeout caps one attempt), on the
     SDK's aiohttp transport (about two thirds of the CPU per call of its default one, README "Performance") with as
     many pooled connections as the backend has call slots."""
-    if settings.anthropic_api_key is None:
+    if settings.providers.anthropic_api_key is None:
         return None
-    slots = settings.backend_concurrency
+    slots = settings.fanout.backend_concurrency
     client = AsyncAnthropic(
-        api_key=settings.anthropic_api_key.get_secret_value(),
-        base_url=settings.anthropic_base_url,
+        api_key=settings.providers.anthropic_api_key.get_secret_value(),
+        base_url=settings.providers.anthropic_base_url,
         max_retries=0,
-        timeout=settings.request_timeout_s,
+        timeout=settings.fanout.request_timeout_s,
         http_client=DefaultAioHttpClient(limits=httpx2.Limits(max_connections=slots, max_keepalive_connections=slots)),
     )
     return AnthropicBackend(client)

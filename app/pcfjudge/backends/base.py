@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from pcfjudge.types import CallKind, DecodingParams, Priority, Usage
+from pcfjudge.types import CallKind, DecodingParams, Failure, Priority, Usage
 
 ORACLE_ABSENT = -1
 """``JudgeCall.oracle_position`` of a window that does not show the truly best candidate (sim:oracle)."""
@@ -86,7 +86,7 @@ class Completion:
 
 class BackendError(Exception):
     kind = "provider_error"
-    status = 502
+    failure: Failure = "backend_error"
 
     def __init__(
         self,
@@ -107,27 +107,24 @@ class BackendError(Exception):
 
 class RateLimited(BackendError):
     kind = "rate_limited"
-    status = 503
+    failure: Failure = "backend_overloaded"
 
 
 class BackendTimeout(BackendError):
     kind = "timeout"
-    status = 504
+    failure: Failure = "backend_timeout"
 
 
 class ProviderError(BackendError):
     kind = "provider_error"
-    status = 502
 
 
 class Truncated(BackendError):
     kind = "truncated"
-    status = 502
 
 
 class Refused(BackendError):
     kind = "refusal"
-    status = 502
 
 
 class Backend(Protocol):

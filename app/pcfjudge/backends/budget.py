@@ -26,10 +26,9 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
-if TYPE_CHECKING:
-    from pcfjudge.cache.redis_cache import RedisCache
+from pcfjudge.cache.redis_cache import RedisCache, RedisUnavailable
 
 WINDOW_S = 60  # rpm and tpm: per minute, as LiteLLM and the providers count them
 PARALLEL_POLL_S = 0.05  # how soon a call waiting for a free call slot (max_parallel_requests) looks again
@@ -205,8 +204,6 @@ class RedisBudget:
         return [f"pcfj:fleet:{{{endpoint}}}:{part}" for part in ("rpm", "tpm", "block", "leases")]
 
     async def take(self, ask: Ask) -> Grant:
-        from pcfjudge.cache.redis_cache import RedisUnavailable  # imported with PCFJ_REDIS_URL only
-
         args = (ask.rpm or 0, ask.tpm or 0, ask.tokens, ask.parallel or 0, ask.lease, max(1, round(ask.ttl_s * 1000)))
         try:
             found = await self.redis.run(lambda c: c.eval(_TAKE, 4, *self.keys(ask.endpoint), *args, WINDOW_S))
@@ -218,15 +215,11 @@ class RedisBudget:
         return Grant(False, float(found[1]), reason)
 
     async def release(self, endpoint: str, lease: str) -> None:
-        from pcfjudge.cache.redis_cache import RedisUnavailable
-
         await self.fallback.release(endpoint, lease)
         with contextlib.suppress(RedisUnavailable):  # else the lease expires with the call's deadline
             await self.redis.run(lambda c: c.zrem(self.keys(endpoint)[3], lease))
 
     async def spend(self, endpoint: str, tokens: int) -> None:
-        from pcfjudge.cache.redis_cache import RedisUnavailable
-
         if tokens <= 0:
             return
         try:
@@ -235,8 +228,6 @@ class RedisBudget:
             await self.fallback.spend(endpoint, tokens)
 
     async def block(self, endpoint: str, seconds: float) -> None:
-        from pcfjudge.cache.redis_cache import RedisUnavailable
-
         await self.fallback.block(endpoint, seconds)
         if seconds <= 0:
             return

@@ -18,6 +18,7 @@ environment (``HTTPS_PROXY`` / ``HTTP_PROXY`` / ``ALL_PROXY``, ``NO_PROXY``) is 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable, Mapping
 from urllib.parse import urlsplit
 from urllib.request import getproxies, proxy_bypass
@@ -29,6 +30,10 @@ from pcfjudge.backends.base import BackendError, BackendTimeout, ProviderError
 from pcfjudge.backends.sdkerrors import status_error
 from pcfjudge.telemetry import tracing
 
+MAX_ANSWER_BYTES = 8 * 1024 * 1024
+"""The most of an answer's body read (a judge's answer is kilobytes): past it the call fails and its connection is
+dropped, so an endpoint that streams without end costs at most this much memory, not gigabytes."""
+log = logging.getLogger("pcfjudge")
 Timeouts = tuple[float | None, float | None, float | None]
 """(connect, read, pool) seconds, as the SDK's ``httpx`` timeout names them; None: no limit."""
 
@@ -71,12 +76,13 @@ class ChatWire:
         traced = tracing.outgoing_headers()
         try:
             async with self._client().post(self.endpoint, data=body, proxy=self.proxy, headers=traced) as response:
-                raw = await response.read()
+                raw = await bounded_body(response, self.provider)
                 status, headers = response.status, response.headers
         except TimeoutError:
             raise BackendTimeout(f"{self.provider} request timed out") from None
         except aiohttp.ClientError:
-            raise ProviderError(f"cannot reach the {self.provider} endpoint at {self.public}") from None
+            log.warning("cannot reach the %s endpoint at %s", self.provider, self.public)  # its address: for operators
+            raise ProviderError(f"cannot reach the {self.provider} endpoint (connection failed)") from None
         if status >= 400:
             raise self._status_error(status, raw, headers)
         if self.observe is not None:
@@ -113,3 +119,19 @@ def env_proxy(url: str) -> str | None:
     if not proxy or proxy_bypass(parts.hostname or ""):
         return None
     return proxy
+
+
+async def bounded_body(response: aiohttp.ClientResponse, provider: str, limit: int = MAX_ANSWER_BYTES) -> bytes:
+    """The answer's body, read up to ``limit`` bytes; past it (or a Content-Length past it) the connection is dropped
+    and the call fails (not retried: the endpoint would send as much again)."""
+    if (response.content_length or 0) > limit:
+        response.close()
+        raise ProviderError(f"the {provider} endpoint's answer is over {limit} bytes; dropped", retryable=False)
+    chunks, size = [], 0
+    async for chunk in response.content.iter_chunked(65536):
+        size += len(chunk)
+        if size > limit:
+            response.close()
+            raise ProviderError(f"the {provider} endpoint's answer is over {limit} bytes; dropped", retryable=False)
+        chunks.append(chunk)
+    return b"".join(chunks)

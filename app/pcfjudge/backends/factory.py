@@ -1,39 +1,35 @@
-"""Build the real-provider backends the settings have keys for, and the judge fleets of PCFJ_MODELS_FILE (SDKs
-imported only when needed)."""
+"""Build the real-provider backends the settings have keys for, and the judge fleets of PCFJ_MODELS_FILE."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import httpx2
+from anthropic import AsyncAnthropic, DefaultAioHttpClient
+from openai import AsyncOpenAI
 
+from pcfjudge.backends.anthropic_backend import AnthropicBackend, build_anthropic
 from pcfjudge.backends.base import Backend
+from pcfjudge.backends.budget import MemoryBudget, RedisBudget
+from pcfjudge.backends.fleet import FleetBackend
+from pcfjudge.backends.models_file import EndpointSpec, ModelsFileError, load_models_file
+from pcfjudge.backends.openai_backend import NO_KEY, OpenAIBackend, build_openai, split_credentials
+from pcfjudge.cache.redis_cache import RedisCache
 from pcfjudge.settings import Settings
-
-if TYPE_CHECKING:
-    from pcfjudge.backends.fleet import FleetBackend
-    from pcfjudge.backends.models_file import EndpointSpec
-    from pcfjudge.cache.redis_cache import RedisCache
 
 
 def build_backends(settings: Settings) -> dict[str, Backend]:
     """``openai`` when ``OPENAI_API_KEY`` or ``PCFJ_OPENAI_BASE_URL`` (a local engine needs no key) is set,
     ``anthropic`` when ``ANTHROPIC_API_KEY`` is set, and one OpenAI-compatible backend per ``PCFJ_ENGINES`` entry."""
     backends: dict[str, Backend] = {}
-    if settings.openai_api_key is not None or settings.openai_base_url:
-        from pcfjudge.backends.openai_backend import build_openai
-
+    if settings.providers.openai_api_key is not None or settings.providers.openai_base_url:
         openai_backend = build_openai(settings)
         if openai_backend is not None:
             backends["openai"] = openai_backend
-    if settings.anthropic_api_key is not None:
-        from pcfjudge.backends.anthropic_backend import build_anthropic
-
+    if settings.providers.anthropic_api_key is not None:
         anthropic_backend = build_anthropic(settings)
         if anthropic_backend is not None:
             backends["anthropic"] = anthropic_backend
-    if settings.engines:
-        from pcfjudge.backends.openai_backend import build_openai
-
-        for name, url in settings.engines.items():
+    if settings.providers.engines:
+        for name, url in settings.providers.engines.items():
             engine = build_openai(settings, base_url=url)
             if engine is not None:
                 backends[name] = engine
@@ -44,58 +40,57 @@ def build_fleets(settings: Settings, shared: RedisCache | None = None) -> dict[s
     """One ``FleetBackend`` per model name of ``PCFJ_MODELS_FILE`` (none without it); raises ``ModelsFileError``.
     Their rate budgets are counted where the cache is shared (``shared``): in Redis for every replica, else in
     process."""
-    if settings.models_file is None:
+    if settings.fleets.models_file is None:
         return {}
-    from pcfjudge.backends.budget import MemoryBudget, RedisBudget
-    from pcfjudge.backends.fleet import FleetBackend
-    from pcfjudge.backends.models_file import load_models_file
 
     budget = RedisBudget(shared) if shared is not None else MemoryBudget()
 
+    specs = load_models_file(settings.fleets.models_file)
+    clash = sorted(set(specs) & set(settings.jury.juries))
+    if clash:  # a bare model name must name one thing
+        raise ModelsFileError(
+            f"PCFJ_MODELS_FILE: model_name {', '.join(map(repr, clash))} is also a jury of PCFJ_JURIES; rename one"
+        )
     fleets: dict[str, FleetBackend] = {}
-    for name, spec in load_models_file(settings.models_file).items():
+    for name, spec in specs.items():
         backends = [build_endpoint(settings, endpoint) for endpoint in spec.endpoints]
         fleets[name] = FleetBackend(
             spec,
             backends,
             budget,
-            capacity=settings.backend_concurrency,
-            allowed_fails=settings.fleet_allowed_fails,
-            cooldown_s=settings.fleet_cooldown_s,
+            capacity=settings.fanout.backend_concurrency,
+            allowed_fails=settings.fleets.fleet_allowed_fails,
+            cooldown_s=settings.fleets.fleet_cooldown_s,
+            max_block_s=settings.fleets.fleet_max_block_s,
         )
     return fleets
 
 
 def build_endpoint(settings: Settings, spec: EndpointSpec) -> Backend:
     """The backend of one fleet endpoint: its own client, key and URL, the service's timeouts and output mode."""
-    connections = spec.max_parallel_requests or settings.backend_concurrency
+    connections = spec.max_parallel_requests or settings.fanout.backend_concurrency
     if spec.wire == "anthropic":
-        import httpx2
-        from anthropic import AsyncAnthropic, DefaultAioHttpClient
-
-        from pcfjudge.backends.anthropic_backend import AnthropicBackend
-
         limits = httpx2.Limits(max_connections=connections, max_keepalive_connections=connections)
         anthropic = AsyncAnthropic(
             api_key=spec.api_key,
             base_url=spec.api_base,
             max_retries=0,
-            timeout=settings.request_timeout_s,
+            timeout=settings.fanout.request_timeout_s,
             http_client=DefaultAioHttpClient(limits=limits),
         )
         return AnthropicBackend(anthropic)
-    from openai import AsyncOpenAI
-
-    from pcfjudge.backends.openai_backend import NO_KEY, OpenAIBackend, split_credentials
 
     base_url, basic = split_credentials(spec.api_base)
     client = AsyncOpenAI(
         api_key=spec.api_key or NO_KEY,
         base_url=base_url,
         max_retries=0,
-        timeout=settings.request_timeout_s,
+        timeout=settings.fanout.request_timeout_s,
         default_headers={"Authorization": basic} if basic else None,
     )
     return OpenAIBackend(
-        client, output_mode=settings.openai_output_mode, transport=settings.openai_transport, connections=connections
+        client,
+        output_mode=settings.providers.openai_output_mode,
+        transport=settings.providers.openai_transport,
+        connections=connections,
     )

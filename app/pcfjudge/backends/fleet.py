@@ -64,8 +64,8 @@ class Endpoint:
         self.failures = 0  # consecutive
         self.cooled = False
         self.cooled_until = 0.0
+        self.blocked_until = 0.0  # a rate limit this process saw (the budget shares it with the other replicas)
         self.probing = False
-        self.url = str(getattr(backend, "base_url", "") or "")  # credentials stripped by the backend
 
     @property
     def id(self) -> str:
@@ -88,6 +88,7 @@ class FleetBackend:
         capacity: int,
         allowed_fails: int = 3,
         cooldown_s: float = 30.0,
+        max_block_s: float = 300.0,
     ) -> None:
         self.name = spec.name
         self.endpoints = [
@@ -95,7 +96,7 @@ class FleetBackend:
             for e, b in zip(spec.endpoints, backends, strict=True)
         ]
         self.budget = budget
-        self.allowed_fails, self.cooldown_s = allowed_fails, cooldown_s
+        self.allowed_fails, self.cooldown_s, self.max_block_s = allowed_fails, cooldown_s, max_block_s
         self._turn = 0
         self._replica = f"{os.getpid()}-{id(self):x}"
         self._tasks: set[asyncio.Task[None]] = set()
@@ -123,6 +124,8 @@ class FleetBackend:
         except BackendError as exc:
             outcome = exc.kind
             self._failed(endpoint, exc, loop.time())
+            exc.detail = f"fleet {self.name}, endpoint {endpoint.id}: {exc.detail}"  # by its id, never its address
+            exc.args = (exc.detail,)
             raise
         else:
             outcome = "ok"
@@ -249,7 +252,7 @@ class FleetBackend:
         _LAST_FAILED.set(endpoint.id)
         endpoint.failures += 1
         if isinstance(exc, RateLimited) and exc.retry_after:
-            self._later(self.budget.block(endpoint.id, exc.retry_after))
+            self._block(endpoint, exc.retry_after, now)
         if endpoint.cooled and not endpoint.probing:
             pass  # a call sent before it cooled down: it is cooling down already
         elif endpoint.probing or endpoint.failures >= self.allowed_fails:
@@ -271,7 +274,14 @@ class FleetBackend:
         for kind in ("requests", "tokens"):
             if headers.get(f"x-ratelimit-remaining-{kind}") == "0":
                 seconds = reset_seconds(headers.get(f"x-ratelimit-reset-{kind}"))
-                self._later(self.budget.block(endpoint.id, seconds))
+                self._block(endpoint, seconds, asyncio.get_running_loop().time())
+
+    def _block(self, endpoint: Endpoint, seconds: float, now: float) -> None:
+        """Block the endpoint (on every replica, through the budget) for what it asked, at most ``max_block_s``
+        (PCFJ_FLEET_MAX_BLOCK_S): one ``Retry-After: 3600`` does not take it away for an hour."""
+        seconds = min(seconds, self.max_block_s)
+        endpoint.blocked_until = max(endpoint.blocked_until, now + seconds)
+        self._later(self.budget.block(endpoint.id, seconds))
 
     def _later(self, work: Coroutine[Any, Any, None]) -> None:
         """Run bookkeeping (budget updates) without holding the call up."""
@@ -280,13 +290,14 @@ class FleetBackend:
         task.add_done_callback(self._tasks.discard)
 
     def status(self, now: float) -> dict[str, dict[str, object]]:
-        """Per endpoint (for /readyz): its URL (no credentials), health, outstanding calls, cooldown left."""
+        """Per endpoint (for /readyz, by its id: no address), its health, outstanding calls, cooldown left and how long
+        a rate limit this process saw still blocks it."""
         return {
             e.id: {
-                "url": e.url,
                 "healthy": not e.cooled,
                 "outstanding": e.outstanding,
                 "cooldown_left_s": round(max(0.0, e.cooled_until - now), 1) if e.cooled else 0.0,
+                "blocked_left_s": round(max(0.0, e.blocked_until - now), 1),
             }
             for e in self.endpoints
         }

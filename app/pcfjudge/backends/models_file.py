@@ -20,12 +20,16 @@ Every entry is one endpoint; entries with the same ``model_name`` are one fleet.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
+
+import yaml as pyyaml
 
 Wire = Literal["openai", "anthropic"]
 WIRES: dict[str, Wire] = {"openai": "openai", "hosted_vllm": "openai", "vllm": "openai", "anthropic": "anthropic"}
@@ -92,7 +96,6 @@ def _load(text: str, yaml: bool) -> Any:
             return json.loads(text)
         except ValueError as exc:
             raise ModelsFileError(f"PCFJ_MODELS_FILE: not valid JSON ({exc})") from None
-    import yaml as pyyaml
 
     try:
         return pyyaml.safe_load(text)
@@ -124,6 +127,9 @@ def _endpoint(n: int, entry: object, env: Any, grouped: dict[str, list[EndpointS
     base = params.get("api_base")
     if base is not None and (not isinstance(base, str) or not base.startswith(("http://", "https://"))):
         raise ModelsFileError(f"{where}: api_base must be an http(s) URL")
+    if base is not None and _link_local(base):
+        detail = "api_base is a link-local address (169.254.0.0/16, fe80::/10: cloud metadata services live there)"
+        raise ModelsFileError(f"{where}: {detail}; name the judge's own host")
     endpoints = grouped.setdefault(name, [])
     ident = info.get("id", f"{name}-{len(endpoints)}")
     if not isinstance(ident, str) or not _ID.fullmatch(ident):
@@ -163,3 +169,15 @@ def _count(where: str, params: dict[str, Any], name: str) -> int | None:
     if isinstance(value, bool) or not isinstance(value, int | float) or value < 1:
         raise ModelsFileError(f"{where}: litellm_params.{name} must be a positive number")
     return int(value)
+
+
+def _link_local(url: str) -> bool:
+    """Whether ``url``'s host is a literal link-local address (IPv4 169.254.0.0/16, IPv6 fe80::/10, or such an IPv4
+    inside IPv6). A host name is not resolved here: that is the network's policy to enforce."""
+    try:
+        host = urlsplit(url).hostname
+        address = ipaddress.ip_address(host or "")
+    except ValueError:
+        return False
+    mapped = address.ipv4_mapped if isinstance(address, ipaddress.IPv6Address) else None
+    return address.is_link_local or (mapped is not None and mapped.is_link_local)

@@ -20,6 +20,7 @@ the SDK's aiohttp transport). Both send the same request body and raise the same
 from __future__ import annotations
 
 import base64
+import logging
 from typing import Any, Literal
 from urllib.parse import unquote, urlsplit, urlunsplit
 
@@ -45,6 +46,8 @@ from pcfjudge.backends.sdkerrors import public_url, scrub, status_error
 from pcfjudge.settings import Settings
 from pcfjudge.telemetry import tracing
 from pcfjudge.types import Usage
+
+log = logging.getLogger("pcfjudge")
 
 Transport = Literal["wire", "sdk"]
 KEY_ENV = "OPENAI_API_KEY"
@@ -173,7 +176,8 @@ class OpenAIBackend:
         if isinstance(exc, openai.APITimeoutError):
             return BackendTimeout("openai request timed out")
         if isinstance(exc, openai.APIConnectionError):
-            return ProviderError(f"cannot reach the openai endpoint at {self.base_url}")
+            log.warning("cannot reach the openai endpoint at %s", self.base_url)  # its address: for operators only
+            return ProviderError("cannot reach the openai endpoint (connection failed)")
         if isinstance(exc, openai.APIStatusError):
             message = exc.body.get("message", "") if isinstance(exc.body, dict) else str(exc.body or "")
             return status_error(
@@ -239,24 +243,31 @@ def build_openai(settings: Settings, base_url: str | None = None) -> OpenAIBacke
     A local engine needs no key (the SDK is given a placeholder). Credentials in the base URL
     (``http://user:pass@host/v1``) go out as HTTP Basic instead of a key (``Settings`` refuses both at once)."""
     engine = base_url is not None  # one of PCFJ_ENGINES: no key, its own URL
-    if not engine and settings.openai_api_key is None and not settings.openai_base_url:
+    if not engine and settings.providers.openai_api_key is None and not settings.providers.openai_base_url:
         return None
-    base_url, basic = split_credentials(base_url if engine else settings.openai_base_url)
-    slots = settings.backend_concurrency
+    base_url, basic = split_credentials(base_url if engine else settings.providers.openai_base_url)
+    slots = settings.fanout.backend_concurrency
     http_client = None
-    if settings.openai_transport == "sdk":
+    if settings.providers.openai_transport == "sdk":
         http_client = DefaultAioHttpClient(limits=httpx2.Limits(max_connections=slots, max_keepalive_connections=slots))
-    key = settings.openai_api_key.get_secret_value() if settings.openai_api_key is not None and not engine else NO_KEY
+    key = (
+        settings.providers.openai_api_key.get_secret_value()
+        if settings.providers.openai_api_key is not None and not engine
+        else NO_KEY
+    )
     client = AsyncOpenAI(
         api_key=key,
         base_url=base_url,
         max_retries=0,
-        timeout=settings.request_timeout_s,
+        timeout=settings.fanout.request_timeout_s,
         http_client=http_client,
         default_headers={"Authorization": basic} if basic else None,
     )
     return OpenAIBackend(
-        client, output_mode=settings.openai_output_mode, transport=settings.openai_transport, connections=slots
+        client,
+        output_mode=settings.providers.openai_output_mode,
+        transport=settings.providers.openai_transport,
+        connections=slots,
     )
 
 

@@ -4,17 +4,15 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from pcfjudge.backends.base import Backend
+from pcfjudge.backends.dialects import Dialects
 from pcfjudge.backends.factory import build_backends, build_fleets
+from pcfjudge.backends.fleet import FleetBackend
 from pcfjudge.backends.sim import SimBackend, SimParams
 from pcfjudge.backends.slots import Slots
+from pcfjudge.cache.redis_cache import RedisCache
 from pcfjudge.settings import Settings
-
-if TYPE_CHECKING:
-    from pcfjudge.backends.fleet import FleetBackend
-    from pcfjudge.cache.redis_cache import RedisCache
 
 FLEET = "fleet"  # fleet:<model_name>, a model of PCFJ_MODELS_FILE
 KNOWN_PROVIDERS = ("openai", "anthropic", "sim")
@@ -36,6 +34,15 @@ class ResolvedModel:
     def string(self) -> str:
         return f"{self.provider}:{self.name}"
 
+    @property
+    def jurors(self) -> tuple[ResolvedModel, ...]:
+        """The models that judge (one), as a jury's ``jurors``: a request's model is read the same either way."""
+        return (self,)
+
+    @property
+    def jury(self) -> None:
+        return None
+
 
 @dataclass(frozen=True, slots=True)
 class Jury:
@@ -52,6 +59,10 @@ class Jury:
     def string(self) -> str:
         return self.name
 
+    @property
+    def jury(self) -> Jury:
+        return self
+
 
 class Registry:
     """The configured backends; built in the app lifespan, closed with it."""
@@ -62,21 +73,29 @@ class Registry:
         self.settings = settings
         self.backends: dict[str, Backend] = dict(build_backends(settings) if backends is None else backends)
         self.backends.setdefault("sim", SimBackend(sim_params(settings)))
-        self._limits = {name: Slots(settings.backend_concurrency, settings.max_queued_calls) for name in self.backends}
+        self._limits = {
+            name: Slots(settings.fanout.backend_concurrency, settings.access.max_queued_calls) for name in self.backends
+        }
         self.fleets: dict[str, FleetBackend] = build_fleets(settings, shared)
         self._fleet_limits = {
-            name: Slots(fleet.capacity, settings.max_queued_calls) for name, fleet in self.fleets.items()
+            name: Slots(fleet.capacity, settings.access.max_queued_calls) for name, fleet in self.fleets.items()
         }
 
     def resolve(self, model: str | None) -> ResolvedModel:
+        """A model string (None: the default): ``provider:model``, ``fleet:<model_name>``, or a fleet's bare
+        ``model_name`` as LiteLLM's clients send it."""
+        if model is not None and not model.strip():
+            raise ModelError("model must not be empty; leave it out for the server's default, or " + self.known())
         model = model or self.settings.resolved_default_model()
         provider, sep, name = model.partition(":")
+        if not sep and model in self.fleets:
+            return self._fleet(model)
         if not sep or not name:
-            raise ModelError(f"model {model!r} must look like 'provider:model', e.g. 'sim:default' or 'openai:gpt-5.4'")
+            raise ModelError(f"unknown model {model!r}; {self.known()}")
         if provider == FLEET:
             return self._fleet(name)
-        if provider not in KNOWN_PROVIDERS and provider not in self.settings.engines:
-            known = ", ".join([*KNOWN_PROVIDERS, *self.settings.engines, *([FLEET] if self.fleets else [])])
+        if provider not in KNOWN_PROVIDERS and provider not in self.settings.providers.engines:
+            known = ", ".join([*KNOWN_PROVIDERS, *self.settings.providers.engines, *([FLEET] if self.fleets else [])])
             raise ModelError(f"unknown provider {provider!r}; use one of: {known}")
         if provider == "sim" and name not in SIM_MODELS:
             raise ModelError(f"unknown simulated model {name!r}; use sim:default or sim:oracle")
@@ -93,12 +112,24 @@ class Registry:
             raise ModelError(f"unknown fleet {name!r}; the fleets of PCFJ_MODELS_FILE are: {known}")
         return ResolvedModel(FLEET, name, fleet, self._fleet_limits[name])
 
+    def known(self) -> str:
+        """What a request may name, for an error message."""
+        providers = [p for p in (*KNOWN_PROVIDERS, *self.settings.providers.engines) if p in self.backends]
+        named = [f"{p}:<model>" for p in providers if p != "sim"] + [f"sim:{m}" for m in SIM_MODELS]
+        fleets = [f"fleet:{n} (or {n})" for n in self.fleets]
+        text = "name a model as provider:model: " + ", ".join(named)
+        if fleets:
+            text += "; or a fleet of PCFJ_MODELS_FILE: " + ", ".join(fleets)
+        if self.settings.jury.juries:
+            text += "; or a jury of PCFJ_JURIES: " + ", ".join(self.settings.jury.juries)
+        return text
+
     def fleet_models(self) -> list[str]:
         return [f"{FLEET}:{name}" for name in self.fleets]
 
     def fleet_status(self) -> dict[str, dict[str, object]]:
-        """Per fleet (for /readyz): its endpoints (URL without credentials, health, calls in flight) and the
-        endpoints cooling down after repeated failures."""
+        """Per fleet (for /readyz): its endpoints by id (health, calls in flight, cooldown and rate-limit block left)
+        and the endpoints cooling down after repeated failures."""
         now = asyncio.get_running_loop().time()
         out: dict[str, dict[str, object]] = {}
         for name, fleet in self.fleets.items():
@@ -118,8 +149,6 @@ class Registry:
     def dialects(self) -> dict[str, dict[str, object]]:
         """The structured-output dialect each OpenAI-compatible backend sends, and whether the engine has accepted it
         yet (``auto`` learns it from the engine's first refusal; see ``backends.dialects``)."""
-        from pcfjudge.backends.dialects import Dialects  # loaded with the OpenAI backend, which has them
-
         out: dict[str, dict[str, object]] = {}
         for name, backend in sorted(self.backends.items()):
             dialects = getattr(backend, "dialects", None)
@@ -136,10 +165,10 @@ class Registry:
 
 def sim_params(settings: Settings) -> SimParams:
     return SimParams(
-        seed=settings.sim_seed,
-        position_bias=settings.sim_position_bias,
-        target_accuracy=settings.sim_target_accuracy,
-        latency_ms=settings.sim_latency_ms,
-        fail_rate=settings.sim_fail_rate,
-        latency_tail=settings.sim_latency_tail,
+        seed=settings.sim.sim_seed,
+        position_bias=settings.sim.sim_position_bias,
+        target_accuracy=settings.sim.sim_target_accuracy,
+        latency_ms=settings.sim.sim_latency_ms,
+        fail_rate=settings.sim.sim_fail_rate,
+        latency_tail=settings.sim.sim_latency_tail,
     )

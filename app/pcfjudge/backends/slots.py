@@ -46,6 +46,7 @@ from itertools import zip_longest
 
 from pcfjudge.backends.base import BackendError, BackendTimeout
 from pcfjudge.types import PRIORITIES as PRIORITIES  # re-exported: the classes, highest first: direct requests,
+from pcfjudge.types import Failure
 from pcfjudge.types import Priority as Priority  # server-sent events, jobs/eval/calibration
 
 EWMA_WEIGHT = 0.2  # weight of the newest measured call in the latency mean
@@ -61,14 +62,14 @@ class Saturated(BackendError):
     ``retry_after`` is the time the calls ahead need to drain. The runner declines the request with it."""
 
     kind = "overloaded"
-    status = 503
+    failure: Failure = "backend_overloaded"
 
 
 class Shed(BackendError):
     """A call refused from the queue: it could no longer finish before its request's deadline."""
 
     kind = "overloaded"
-    status = 503
+    failure: Failure = "backend_overloaded"
 
 
 class _Waiter:

@@ -73,7 +73,7 @@ def add_batch_command(sub: Any) -> None:
 
 
 def _run(step: str, args: argparse.Namespace) -> int:
-    from pcfjudge.batch.job import BatchError
+    from pcfjudge.batch.job import BatchError  # a CLI subcommand
 
     try:
         return asyncio.run(_main(step, args))
@@ -86,11 +86,11 @@ def _run(step: str, args: argparse.Namespace) -> int:
 
 
 async def _main(step: str, args: argparse.Namespace) -> int:
-    from pcfjudge.batch.inputs import InputError, judge_items, read_requests
-    from pcfjudge.batch.job import BatchError, BatchJob, sdk_errors
-    from pcfjudge.batch.store import STATE, BatchState
-    from pcfjudge.services import Services
-    from pcfjudge.settings import Settings
+    from pcfjudge.batch.inputs import InputError, judge_items, read_requests  # a CLI subcommand
+    from pcfjudge.batch.job import BatchError, BatchJob, sdk_errors  # a CLI subcommand
+    from pcfjudge.batch.store import STATE, BatchState  # a CLI subcommand
+    from pcfjudge.services import Services  # a CLI subcommand
+    from pcfjudge.settings import Settings  # a CLI subcommand
 
     directory = args.out / DIR
     services = Services.build(Settings())
@@ -124,8 +124,8 @@ async def _main(step: str, args: argparse.Namespace) -> int:
 
 def _jury(services: Any, args: argparse.Namespace) -> Any:
     """The jury this directory batches (``--model`` naming one, or the one its first step recorded), else None."""
-    from pcfjudge.backends.registry import Jury, ModelError
-    from pcfjudge.batch.job import BatchError
+    from pcfjudge.backends.registry import ModelError  # a CLI subcommand
+    from pcfjudge.batch.job import BatchError  # a CLI subcommand
 
     recorded = args.out / DIR / JURY
     spec = args.model or (json.loads(recorded.read_text(encoding="utf-8"))["model"] if recorded.is_file() else None)
@@ -133,15 +133,15 @@ def _jury(services: Any, args: argparse.Namespace) -> Any:
         target = services.judge.resolve(spec)
     except ModelError as exc:
         raise BatchError(str(exc)) from None
-    return target if isinstance(target, Jury) else None
+    return target.jury
 
 
 async def _jury_main(step: str, args: argparse.Namespace, services: Any, jury: Any, source: Path) -> int:
     """A jury's batch: each juror's own batch directory (``DIR/<juror>``), every step run for each, then every
     request judged by the jury from the jurors' collected answers (``judgments.jsonl``): a jury's runs are exactly
     its jurors' own calls."""
-    from pcfjudge.batch.inputs import InputError, read_requests
-    from pcfjudge.batch.job import BatchError
+    from pcfjudge.batch.inputs import InputError, read_requests  # a CLI subcommand
+    from pcfjudge.batch.job import BatchError  # a CLI subcommand
 
     top = args.out / DIR
     top.mkdir(parents=True, exist_ok=True)
@@ -175,9 +175,9 @@ def juror_out(out: Path, model: str) -> Path:
 
 async def _jury_judgments(out: Path, services: Any, jury: Any, items: list[Any]) -> int:
     """Every request judged by the jury, each juror answering from its own collected results (then the cache)."""
-    from pcfjudge.batch.inputs import responses
-    from pcfjudge.batch.probe import Probe
-    from pcfjudge.batch.store import RESULTS, Results
+    from pcfjudge.batch.inputs import responses  # a CLI subcommand
+    from pcfjudge.batch.probe import Probe  # a CLI subcommand
+    from pcfjudge.batch.store import RESULTS, Results  # a CLI subcommand
 
     probes = {
         juror.string: Probe(
@@ -212,8 +212,8 @@ async def _step(
     drive: Callable[..., Awaitable[None]],
     judgments: Callable[[], Awaitable[int]],
 ) -> int:
-    from pcfjudge.batch.job import BatchError
-    from pcfjudge.batch.providers import VllmFiles
+    from pcfjudge.batch.job import BatchError  # a CLI subcommand
+    from pcfjudge.batch.providers import VllmFiles  # a CLI subcommand
 
     if step == "run":
         await job.rounds(drive, job.gate(yes=args.yes))
@@ -236,7 +236,7 @@ async def _step(
         await job.collect(await job.plan(drive))
         await job.sync_cache()
         while args.wait and await job.refresh():
-            await asyncio.sleep(job.services.settings.batch_poll_s)
+            await asyncio.sleep(job.services.settings.prompting.batch_poll_s)
             await job.collect(await job.plan(drive))
     else:
         await job.refresh()
@@ -263,8 +263,8 @@ async def _report(job: BatchJob, args: argparse.Namespace, judgments: Callable[[
 
 async def _judgments(job: BatchJob, items: list[Any]) -> int:
     """Write every request's response, judged by the ordinary path from the collected answers; how many failed."""
-    from pcfjudge.batch.inputs import responses
-    from pcfjudge.batch.probe import Probe
+    from pcfjudge.batch.inputs import responses  # a CLI subcommand
+    from pcfjudge.batch.probe import Probe  # a CLI subcommand
 
     probe = Probe(job.results, job.services.cache, error="not_collected", detail="no batch result for this call")
     lines = await responses(job.judge.using(runner=probe), items, job.services)

@@ -18,8 +18,12 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from pcfjudge.backends.registry import Jury
+from pcfjudge.doors.listwise.listwise_plan import build_task as listwise_task
 from pcfjudge.doors.listwise.listwise_protocol import ListwiseRequest
+from pcfjudge.doors.listwise.listwise_response import to_response as listwise_response
+from pcfjudge.doors.pairwise.pairwise_plan import build_task as pairwise_task
 from pcfjudge.doors.pairwise.pairwise_protocol import PairwiseRequest
+from pcfjudge.doors.pairwise.pairwise_response import to_response as pairwise_response
 from pcfjudge.engine.failures import JudgingFailed
 from pcfjudge.engine.judge import Judge
 from pcfjudge.engine.listwise_runs import ListwiseTask
@@ -52,9 +56,6 @@ def jury_refusal(jury: Jury) -> str:
 
 def read_requests(path: Path, services: Services, model: str | None, jury: str | None = None) -> list[Item]:
     """Every request of ``path`` (``model`` fills in a line's missing ``model``); InputError at the first bad line."""
-    from pcfjudge.doors.listwise.listwise_plan import build_task as listwise_task
-    from pcfjudge.doors.pairwise.pairwise_plan import build_task as pairwise_task
-
     items: list[Item] = []
     for number, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
         if not raw.strip():
@@ -102,9 +103,6 @@ async def judge_items(judge: Judge, items: list[Item]) -> None:
 async def responses(judge: Judge, items: list[Item], services: Services) -> list[dict[str, Any]]:
     """Each item judged by ``judge`` (one answering from the batch results) as the service would answer it: the
     response JSON, or ``{"line", "error", "detail"}`` when too few of its calls were collected."""
-    from pcfjudge.doors.listwise.listwise_response import to_response as listwise_response
-    from pcfjudge.doors.pairwise.pairwise_response import to_response as pairwise_response
-
     out: list[dict[str, Any]] = []
     for item in items:
         request_id = uuid.uuid4().hex

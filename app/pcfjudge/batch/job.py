@@ -23,6 +23,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+import anthropic
+import openai
+import orjson
+
 from pcfjudge.backends.base import Completion
 from pcfjudge.backends.registry import Jury, ModelError, ResolvedModel
 from pcfjudge.backends.sdkerrors import scrub
@@ -56,9 +60,6 @@ class BatchError(Exception):
 
 def sdk_errors() -> tuple[type[Exception], ...]:
     """What the providers' SDKs raise (caught by the commands and turned into ``BatchJob.provider_failure``)."""
-    import anthropic
-    import openai
-
     return (openai.OpenAIError, anthropic.AnthropicError)
 
 
@@ -133,11 +134,11 @@ class BatchJob:
 
     @property
     def live_price(self) -> tuple[float, float] | None:
-        return self.services.settings.prices.get(self.model.string)
+        return self.services.settings.prompting.prices.get(self.model.string)
 
     @property
     def batch_price(self) -> tuple[float, float] | None:
-        price, factor = self.live_price, self.services.settings.batch_price_factor
+        price, factor = self.live_price, self.services.settings.prompting.batch_price_factor
         return (price[0] * factor, price[1] * factor) if price is not None else None
 
     def estimate(self, todo: list[Missing]) -> str:
@@ -155,7 +156,7 @@ class BatchJob:
             return text + (
                 f"; no price set (PCFJ_PRICES='{{\"{self.model.string}\": [input_usd_per_mtok, output_usd_per_mtok]}}')"
             )
-        factor = self.services.settings.batch_price_factor
+        factor = self.services.settings.prompting.batch_price_factor
         return text + (
             f"; at most ${usd(tokens_in, tokens_out, batch):,.2f} at the batch price ({factor:.0%} of PCFJ_PRICES; "
             f"${usd(tokens_in, tokens_out, live):,.2f} live)"
@@ -377,7 +378,7 @@ class BatchJob:
                 waiting = ", ".join(str(self.dir / (s.output or "")) for s in unfinished)
                 raise BatchError(f"waiting for vllm run-batch to write {waiting}; rerun this command once it has")
             self.say(_progress(unfinished))
-            await asyncio.sleep(self.services.settings.batch_poll_s)
+            await asyncio.sleep(self.services.settings.prompting.batch_poll_s)
 
     # ── reporting ─────────────────────────────────────────────────────────────────────────────────────────────
 
@@ -405,7 +406,7 @@ class BatchJob:
             "outcomes": dict(outcomes),
             "failed_calls": len(self.results.errors),
             "usage": cost.usage.as_dict(),
-            "batch_price_factor": self.services.settings.batch_price_factor,
+            "batch_price_factor": self.services.settings.prompting.batch_price_factor,
             "cost_usd_batch": cost.batch_usd,
             "cost_usd_live_equivalent": cost.live_usd,
         }
@@ -471,6 +472,4 @@ def _progress(unfinished: list[Submission]) -> str:
 
 
 def _dumps(line: dict[str, Any]) -> bytes:
-    import orjson
-
     return orjson.dumps(line) + b"\n"

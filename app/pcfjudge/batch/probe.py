@@ -54,6 +54,6 @@ class Probe:
             outcome = from_cache(spec, value) if value is not None else None
             if outcome is None:
                 self.missing.setdefault(spec.key, Missing(spec, model))
-                outcome = CallOutcome(error=self.error, detail=self.detail, status=503)
+                outcome = CallOutcome(error=self.error, detail=self.detail, failure="backend_overloaded")
             outcomes.append(outcome)
         return outcomes

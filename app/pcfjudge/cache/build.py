@@ -3,8 +3,13 @@ kept apart per API key with ``PCFJ_CACHE_PER_KEY`` (``cache.per_key``)."""
 
 from __future__ import annotations
 
+from pcfjudge.cache.breaker import CircuitBreaker
 from pcfjudge.cache.interface import Cache
+from pcfjudge.cache.layered import LayeredCache
 from pcfjudge.cache.memory import MemoryCache
+from pcfjudge.cache.per_key import PerKeyCache
+from pcfjudge.cache.redis_cache import RedisCache
+from pcfjudge.cache.redis_client import connect
 from pcfjudge.settings import CacheSettings
 from pcfjudge.telemetry.hooks import NOOP, Observer
 
@@ -12,8 +17,6 @@ from pcfjudge.telemetry.hooks import NOOP, Observer
 def build_cache(settings: CacheSettings, observer: Observer = NOOP) -> Cache:
     cache = _build(settings, observer)
     if settings.cache_per_key:
-        from pcfjudge.cache.per_key import PerKeyCache
-
         return PerKeyCache(cache)
     return cache
 
@@ -21,10 +24,6 @@ def build_cache(settings: CacheSettings, observer: Observer = NOOP) -> Cache:
 def _build(settings: CacheSettings, observer: Observer) -> Cache:
     if not settings.redis_url:
         return MemoryCache(settings.cache_max_entries, settings.cache_ttl_s, observer=observer)
-    from pcfjudge.cache.breaker import CircuitBreaker
-    from pcfjudge.cache.layered import LayeredCache
-    from pcfjudge.cache.redis_cache import RedisCache
-    from pcfjudge.cache.redis_client import connect
 
     client = connect(
         settings.redis_url,

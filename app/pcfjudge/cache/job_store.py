@@ -6,12 +6,11 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pcfjudge.cache.job_record import ACTIVE, Admission, Ending, JobRecord, JobStore, Renewal, fair_tag, result_bytes
-
-if TYPE_CHECKING:
-    from pcfjudge.cache.redis_cache import RedisCache
+from pcfjudge.cache.job_store_redis import RedisJobStore
+from pcfjudge.cache.redis_cache import RedisCache
 
 MEMORY_MAX_JOBS = 10_000
 """In process: jobs kept in all (the oldest ended ones are forgotten first); the per-key limits bound the rest."""
@@ -175,6 +174,5 @@ def open_job_store(shared: RedisCache | None, max_bytes: int = MEMORY_MAX_BYTES)
     ``max_bytes`` in all: PCFJ_MAX_JOB_STORE_BYTES)."""
     if shared is None:
         return MemoryJobStore(max_bytes=max_bytes)
-    from pcfjudge.cache.job_store_redis import RedisJobStore  # with PCFJ_REDIS_URL only
 
     return RedisJobStore(shared)

@@ -48,7 +48,8 @@ class LayeredCache:
 
     async def status(self) -> dict[str, Any]:
         shared = await self.shared.status()
-        return {**shared, "layer": self.layer, "entries": len(self.front)}
+        front = await self.front.status()  # drops the front's expired entries too
+        return {**shared, "layer": self.layer, "entries": front["entries"]}
 
     async def aclose(self) -> None:
         await self.front.aclose()

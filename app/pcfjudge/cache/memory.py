@@ -35,8 +35,20 @@ class MemoryCache:
     def __len__(self) -> int:
         return len(self._data)
 
+    def expire(self, now: float) -> None:
+        """Drop the expired entries at the least recently used end: every read, write and status (``/readyz``) does,
+        so a burst's entries leave once their TTL has passed, not only when the entry cap pushes them out. Amortised:
+        each entry is dropped once, and the walk stops at the first live one."""
+        data = self._data
+        while data:
+            key = next(iter(data))
+            if data[key][0] > now:
+                return
+            del data[key]
+
     async def get_many(self, keys: Sequence[str]) -> list[CacheValue | None]:
         now = self._clock()
+        self.expire(now)
         out: list[CacheValue | None] = []
         for key in keys:
             hit = self._data.get(key)
@@ -52,7 +64,9 @@ class MemoryCache:
         return out
 
     async def set(self, key: str, value: CacheValue, *, fresh: bool = False) -> None:
-        self._data[key] = (self._clock() + self.ttl, value)
+        now = self._clock()
+        self.expire(now)
+        self._data[key] = (now + self.ttl, value)
         self._data.move_to_end(key)
         while len(self._data) > self.max_entries:
             self._data.popitem(last=False)
@@ -62,6 +76,7 @@ class MemoryCache:
             self._data.pop(key, None)
 
     async def status(self) -> dict[str, Any]:
+        self.expire(self._clock())
         return {"layer": self.layer, "status": "ok", "entries": len(self._data)}
 
     async def aclose(self) -> None:

@@ -54,6 +54,9 @@ def connect(
         "socket_connect_timeout": connect_timeout_s,
         "retry": reconnect_once(),
         "health_check_interval": HEALTH_CHECK_S,
+        # no CLIENT SETINFO on connect: Redis 7.0 does not know it, and its error could surface in place of a
+        # cancellation (issue 49); the library name is of no use to an operator
+        "driver_info": None,
     }
     if scheme in ("redis", "rediss", "unix"):
         pool = BlockingConnectionPool.from_url(url, max_connections=max_connections, timeout=pool_timeout_s, **timeouts)

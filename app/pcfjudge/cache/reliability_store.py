@@ -25,12 +25,12 @@ import os
 import tempfile
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
+from redis.exceptions import RedisError
+
+from pcfjudge.cache.redis_client import RedisClient, close, connect
 from pcfjudge.settings import Settings
-
-if TYPE_CHECKING:
-    from pcfjudge.cache.redis_client import RedisClient
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +65,7 @@ def _key(record: Mapping[str, Any]) -> tuple[str, str, str]:
 
 
 def calibration_path(settings: Settings) -> Path:
-    return (settings.calibration_file or DEFAULT_FILE).expanduser()
+    return (settings.calibration.calibration_file or DEFAULT_FILE).expanduser()
 
 
 class FileStore:
@@ -141,15 +141,13 @@ def _key_or_none(record: Mapping[str, Any]) -> tuple[str, str, str] | None:
 
 
 class RedisStore:
-    """The records in Redis (keys in the module docstring); the Redis client is imported only with PCFJ_REDIS_URL."""
+    """The records in Redis (keys in the module docstring)."""
 
     def __init__(self, client: RedisClient, where: str) -> None:
         self.client = client
         self.where = where
 
     async def _do(self, what: str, op: Callable[[RedisClient], Awaitable[T]]) -> T:
-        from redis.exceptions import RedisError
-
         try:
             return await op(self.client)
         except RedisError as exc:
@@ -183,8 +181,6 @@ class RedisStore:
         await self._do("store the calibration record in Redis", write)
 
     async def aclose(self) -> None:
-        from pcfjudge.cache.redis_client import close
-
         await close(self.client)
 
 
@@ -205,17 +201,16 @@ def _redacted(url: str) -> str:
 
 def open_store(settings: Settings) -> ReliabilityStore:
     """Redis with ``PCFJ_REDIS_URL``, else the calibration file (nothing is read or connected until first used)."""
-    if not settings.redis_url:
+    cache, url = settings.cache, settings.cache.redis_url
+    if not url:
         return FileStore(calibration_path(settings))
-    from pcfjudge.cache.redis_client import connect
-
-    client = connect(
-        settings.redis_url,
-        timeout_s=max(settings.redis_timeout_s, 2.0),  # off the request path: a slow Redis is no reason to give up
-        connect_timeout_s=max(settings.redis_connect_timeout_s, 2.0),
+    client = connect(  # off the request path: a slow Redis is no reason to give up
+        url,
+        timeout_s=max(cache.redis_timeout_s, 2.0),
+        connect_timeout_s=max(cache.redis_connect_timeout_s, 2.0),
         max_connections=4,
     )
-    return RedisStore(client, _redacted(settings.redis_url))
+    return RedisStore(client, _redacted(url))
 
 
 class Refresher:

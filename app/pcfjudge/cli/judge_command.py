@@ -28,6 +28,7 @@ from pydantic import ValidationError
 
 from pcfjudge.cli.judge_table import render
 from pcfjudge.doors.listwise.listwise_protocol import ListwiseRequest, ListwiseResponse
+from pcfjudge.errors import ApiError
 from pcfjudge.types import MAX_K
 
 JudgeFn = Callable[[ListwiseRequest], Awaitable[ListwiseResponse]]
@@ -118,12 +119,11 @@ def read_items(args: argparse.Namespace) -> list[Item]:
 @asynccontextmanager
 async def in_process() -> AsyncIterator[JudgeFn]:
     """Judge through ``services.judge`` on settings from the environment, as the service would."""
-    from pcfjudge.doors.listwise.listwise_plan import build_task
-    from pcfjudge.doors.listwise.listwise_response import to_response
-    from pcfjudge.engine.failures import JudgingFailed
-    from pcfjudge.errors import ApiError
-    from pcfjudge.services import Services
-    from pcfjudge.settings import Settings
+    from pcfjudge.doors.listwise.listwise_plan import build_task  # a CLI subcommand
+    from pcfjudge.doors.listwise.listwise_response import to_response  # a CLI subcommand
+    from pcfjudge.engine.failures import JudgingFailed  # a CLI subcommand
+    from pcfjudge.services import Services  # a CLI subcommand
+    from pcfjudge.settings import Settings  # a CLI subcommand
 
     services = Services.build(Settings())
 
@@ -145,7 +145,7 @@ async def in_process() -> AsyncIterator[JudgeFn]:
 @asynccontextmanager
 async def remote(url: str, api_key: str | None) -> AsyncIterator[JudgeFn]:
     """Judge through ``POST /judge/listwise`` of a running service."""
-    from pcfjudge.client import AsyncClient, ServiceError
+    from pcfjudge.client import AsyncClient, ServiceError  # a CLI subcommand
 
     async with AsyncClient(url, api_key=api_key) as client:
 

@@ -7,20 +7,19 @@ import argparse
 import importlib.util
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 Command = Callable[[argparse.Namespace], int]
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from pcfjudge.cli.serve_command import serve
+    from pcfjudge.cli.serve_command import serve  # a CLI subcommand
 
     return serve(args)
 
 
 def _openapi(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
-    from pcfjudge.cli.openapi_command import DEFAULT_PATH, render, write
+    from pcfjudge.cli.openapi_command import DEFAULT_PATH, render, write  # a CLI subcommand
 
     path = Path(args.out) if args.out else DEFAULT_PATH
     if args.check:
@@ -86,16 +85,16 @@ def build_parser(service_only: bool = False) -> argparse.ArgumentParser:
     if service_only:
         return parser
     if lab_installed():
-        from pcfjudge_lab.commands import add_lab_commands  # argparse only; each command imports its work lazily
+        from pcfjudge_lab.commands import add_lab_commands  # optional: the lab; argparse only
 
         add_lab_commands(sub)
     else:
         for name in LAB_COMMANDS:
             sub.add_parser(name, help=f"(the lab, not installed: {LAB_INSTALL})")
-    from pcfjudge.cli.judge_command import add_judge_command
+    from pcfjudge.cli.judge_command import add_judge_command  # a CLI subcommand
 
     add_judge_command(sub)
-    from pcfjudge.batch.batch_command import add_batch_command
+    from pcfjudge.batch.batch_command import add_batch_command  # a CLI subcommand
 
     add_batch_command(sub)
     return parser

@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import argparse
 import logging
+import logging.config
 import os
 import signal
 import tempfile
+from pathlib import Path
+
+import uvicorn
 
 from pcfjudge.settings import Settings
+from pcfjudge.telemetry.logs import log_config
 
 LOG = logging.getLogger("pcfjudge.server")  # the name operators filter on (kept from the old module)
 
@@ -16,7 +21,7 @@ LOG = logging.getLogger("pcfjudge.server")  # the name operators filter on (kept
 def startup_warnings(settings: Settings) -> list[str]:
     """One line each for what an operator must not miss: no authentication, a simulated default judge."""
     lines = []
-    if settings.api_keys is None and settings.api_keys_file is None:
+    if settings.access.api_keys is None and settings.access.api_keys_file is None:
         lines.append(
             "authentication is off: anyone who can reach this address can judge, and spend on the judge's provider; "
             "set PCFJ_API_KEYS or PCFJ_API_KEYS_FILE to require keys"
@@ -44,25 +49,17 @@ def _drained(signum: int, frame: object) -> None:
 def serve(args: argparse.Namespace) -> int:
     """Run uvicorn with the service's settings (PCFJ_*), its workers, logs and safety limits."""
     settings = Settings()
-    workers: int = args.workers if args.workers is not None else settings.workers
+    workers: int = args.workers if args.workers is not None else settings.process.workers
     if workers > 1 or os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         # Metrics from every worker: prometheus_client's multiprocess mode needs its directory set (and emptied)
         # before any worker imports it. Workers inherit the variable.
-        from pathlib import Path
-
         directory = Path(os.environ.get("PROMETHEUS_MULTIPROC_DIR") or tempfile.mkdtemp(prefix="pcfjudge-metrics-"))
         directory.mkdir(parents=True, exist_ok=True)
         for stale in directory.glob("*.db"):  # no series survive a restart
             stale.unlink()
         os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(directory)
 
-    import logging.config
-
-    import uvicorn
-
-    from pcfjudge.telemetry.logs import log_config
-
-    logging.config.dictConfig(log_config(args.log_format or settings.log_format, args.log_level))
+    logging.config.dictConfig(log_config(args.log_format or settings.access.log_format, args.log_level))
     log_startup(settings)  # authentication off, a simulated judge: said once, in the log's own format
     signal.signal(signal.SIGTERM, _drained)
     uvicorn.run(
@@ -76,14 +73,14 @@ def serve(args: argparse.Namespace) -> int:
         # (api.header_timeout: httptools sets no limit of its own, and uvicorn's h11_max_incomplete_event_size
         # applies to its h11 protocol only), idle keep-alive closed, our access log
         http="pcfjudge.api.header_timeout:HeaderTimeoutProtocol",
-        timeout_keep_alive=max(1, round(settings.keep_alive_s)),
+        timeout_keep_alive=max(1, round(settings.access.keep_alive_s)),
         # X-Forwarded-For only from PCFJ_TRUSTED_PROXIES: uvicorn alone trusts 127.0.0.1, so a same-host proxy,
         # sidecar or port-forward would let any client name its own address (and dodge the per-address quota)
-        proxy_headers=bool(settings.trusted_proxies),
-        forwarded_allow_ips=settings.trusted_proxies or None,
+        proxy_headers=bool(settings.access.trusted_proxies),
+        forwarded_allow_ips=settings.access.trusted_proxies or None,
         access_log=False,
-        log_config=log_config(args.log_format or settings.log_format, args.log_level),
+        log_config=log_config(args.log_format or settings.access.log_format, args.log_level),
         # SIGTERM: stop accepting, let in-flight requests finish for up to the grace, cancel the rest, exit 0
-        timeout_graceful_shutdown=settings.shutdown_grace_s,
+        timeout_graceful_shutdown=settings.process.shutdown_grace_s,
     )
     return 0

@@ -19,11 +19,11 @@ def __getattr__(name: str) -> Any:
     """``Client`` / ``AsyncClient`` (pydantic models) on first use: ``pcfjudge.client.http`` alone, as the trainer
     integrations use it, loads only httpx and the standard library."""
     if name in ("AsyncClient", "Client"):
-        from pcfjudge.client import typed
+        from pcfjudge.client import typed  # on first use (http alone: no pydantic)
 
         return getattr(typed, name)
     if name == "StreamEvent":
-        from pcfjudge.client import events
+        from pcfjudge.client import events  # on first use (http alone: no pydantic)
 
         return events.StreamEvent
     raise AttributeError(f"module 'pcfjudge.client' has no attribute {name!r}")

@@ -19,11 +19,12 @@ import httpx
 from pydantic import BaseModel
 
 from pcfjudge.client.http import RetryPolicy, apost_json, arequest_json, post_json, request_json
+from pcfjudge.doors.chat.chat_protocol import ChatRequest
 from pcfjudge.doors.listwise.listwise_protocol import ListwiseRequest
 from pcfjudge.doors.pairwise.pairwise_protocol import PairwiseRequest
 from pcfjudge.doors.rerank.rerank_protocol import CohereRerankRequest
 from pcfjudge.doors.reward.reward_protocol import RewardRequest
-from pcfjudge.schemas.jobs_schema import FINISHED, JOB_ENDPOINTS, Job, JobAccepted, JobRequest
+from pcfjudge.schemas.jobs_schema import FINISHED, Job, JobAccepted, JobRequest
 
 REQUESTS: dict[str, type[BaseModel]] = {
     "/judge/listwise": ListwiseRequest,
@@ -31,14 +32,16 @@ REQUESTS: dict[str, type[BaseModel]] = {
     "/v1/reward": RewardRequest,
     "/v1/rerank": CohereRerankRequest,
     "/v2/rerank": CohereRerankRequest,
+    "/v1/chat/completions": ChatRequest,
 }
+"""The routes this client submits as jobs, with the request model it checks a request with before sending it."""
 
 
 def job_body(endpoint: str, request: BaseModel | Mapping[str, Any], webhook_url: str | None) -> dict[str, Any]:
     """``POST /v1/jobs``'s body; ``request`` validated with ``endpoint``'s request model (a pydantic error before any
     call), sent with only the fields it sets."""
-    if endpoint not in JOB_ENDPOINTS:
-        raise ValueError(f"endpoint must be one of {', '.join(JOB_ENDPOINTS)} (got {endpoint!r})")
+    if endpoint not in REQUESTS:
+        raise ValueError(f"endpoint must be one of {', '.join(REQUESTS)} (got {endpoint!r})")
     model = request if isinstance(request, BaseModel) else REQUESTS[endpoint].model_validate(dict(request))
     fields = {"endpoint": endpoint, "request": model.model_dump(mode="json", exclude_unset=True, by_alias=True)}
     body = JobRequest.model_validate(fields | ({"webhook_url": webhook_url} if webhook_url is not None else {}))

@@ -1,14 +1,15 @@
 """What each judging decision tells the metrics (position bias, overturns, agreement, keyed passes, cost), and
 ``judged``: the one place a front door awaits a judgment, so its time and any failure are counted for its door
 (``http.error_handlers`` answers a failure with its 502/503/504). Every record names the judgment's ``Door``: its
-route template, its door (listwise, pairwise, rerank, reward) and mode (now, stream, job); ``http.deps.door`` makes it
-from the request. A reward group is a listwise judgment recorded under door reward (``listwise_recorder``)."""
+route template, its door (listwise, pairwise, rerank, reward, chat) and mode (now, stream, job), from the judgment's
+``http.door_spec.Call`` (a route's or a job's). A reward group is a listwise judgment recorded under door reward
+(``listwise_recorder``)."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Awaitable
-from typing import TYPE_CHECKING, TypeVar
+from typing import TypeVar
 
 from pcfjudge.engine.chat_values import ChatResult
 from pcfjudge.engine.failures import JudgingFailed
@@ -16,11 +17,9 @@ from pcfjudge.engine.listwise_runs import ListwiseResult
 from pcfjudge.engine.pairwise_passes import PairwiseResult
 from pcfjudge.judging.consensus import tops_of
 from pcfjudge.judging.jury import JuryReport
+from pcfjudge.reward.scoring import Recorder
 from pcfjudge.telemetry import metrics as m
 from pcfjudge.telemetry.metrics import Door, Metrics
-
-if TYPE_CHECKING:
-    from pcfjudge.reward.scoring import Recorder
 
 R = TypeVar("R")
 
@@ -50,7 +49,7 @@ def record_listwise(result: ListwiseResult, metrics: Metrics, door: Door) -> Non
     picks: dict[int, float] = {}  # displayed position → share of this decision's top picks (one update each)
     for run in result.runs:
         judged_run = run.result
-        if judged_run is None:
+        if judged_run is None or len(run.order) < 2:  # one candidate shown: no position to be biased towards
             continue
         tops = judged_run.top if judged_run.top is not None else tops_of(judged_run.judgments)
         share, order = 1 / len(tops), run.order

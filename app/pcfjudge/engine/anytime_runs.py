@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pcfjudge.engine.failures import JudgingFailed
 from pcfjudge.engine.progress import DEADLINE_KIND
 from pcfjudge.engine.runner import CallOutcome
+from pcfjudge.judging import adaptive, jury
 from pcfjudge.judging import consensus as cons
 from pcfjudge.judging.run_records import RunJudgments, RunRecord
 
@@ -39,15 +40,13 @@ def deadline_failed(
         f"{len(failed)} failed); the runs still in flight finish into the cache, so a retry with a later deadline "
         "starts from them"
     )
-    return JudgingFailed(504, detail, None, runs)
+    return JudgingFailed("backend_timeout", detail, None, runs)
 
 
 def certified_despite(
     ids: list[str], executions: int, weights: cons.Weights, records: list[RunRecord], cut: list[RunRecord]
 ) -> bool:
     """Would the runs the deadline cut have changed the winners whatever they said? (adaptive K's certificate)"""
-    from pcfjudge.judging import adaptive  # a judgment the deadline cut only
-
     ok: list[list[RunJudgments]] = [[] for _ in range(executions)]
     for r in records:
         if r.result is not None:
@@ -71,8 +70,6 @@ def run_event(
     if shares is None:
         so_far = cons.aggregate(ids, ok, weights) if any(ok) else None
     else:
-        from pcfjudge.judging import jury  # a jury's stream only
-
         pairs = [
             (cons.aggregate(ids, [runs], weights), shares[e]) for e, runs in zip(executions, ok, strict=True) if runs
         ]

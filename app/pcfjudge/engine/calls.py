@@ -10,7 +10,7 @@ from typing import Any
 from pcfjudge.backends.base import JudgeCall
 from pcfjudge.cache.interface import PARSED, CacheValue
 from pcfjudge.judging.parse import OutputError
-from pcfjudge.types import Usage
+from pcfjudge.types import Failure, Usage
 
 NO_USAGE = Usage()
 Validator = Callable[[str], dict[str, Any]]
@@ -57,7 +57,7 @@ class CallOutcome:
     latency_ms: float = 0.0
     usage: Usage = NO_USAGE  # immutable: one instance for every outcome that spent nothing (a cache hit)
     retry_after: float | None = None
-    status: int | None = None  # HTTP status the failure maps to (502/503/504)
+    failure: Failure | None = None  # what the failure was (the HTTP edge gives it its 502/503/504)
 
     @property
     def error_text(self) -> str:

@@ -40,10 +40,12 @@ __all__ = ["VERSION", "ChatOptions", "ChatResult", "ChatRun", "ChatTask", "judge
 
 
 def params_for(task: ChatTask, base: DecodingParams) -> DecodingParams:
+    """The request's temperature and max_tokens, the latter capped by PCFJ_MAX_OUTPUT_TOKENS (``base``): what the
+    plan is priced at is what the provider is sent."""
     o = task.options
     return DecodingParams(
         o.temperature if o.temperature is not None else base.temperature,
-        o.max_tokens if o.max_tokens is not None else base.max_output_tokens,
+        min(o.max_tokens, base.max_output_tokens) if o.max_tokens is not None else base.max_output_tokens,
         base.reasoning_effort,
     )
 
@@ -102,9 +104,15 @@ def _reader(found: Found | None) -> Decoder | None:
 
 
 async def judge_chat(
-    task: ChatTask, jurors: tuple[ResolvedModel, ...], runner: CallRunner, params: list[DecodingParams], watch: Watch
+    task: ChatTask,
+    jurors: tuple[ResolvedModel, ...],
+    runner: CallRunner,
+    params: list[DecodingParams],
+    watch: Watch,
+    name: str,
 ) -> ChatResult:
-    """Every order by every juror, then the consensus (``JudgingFailed`` when every call failed)."""
+    """Every order by every juror, then the consensus (``JudgingFailed`` when every call failed); ``name``: the
+    model or jury the request named, as every door's answer names it."""
     per_juror = await asyncio.gather(
         *(
             runner.run(chat_specs(task, m, params_for(task, p)), m, watch=watch, cache_mode=task.cache_mode)
@@ -121,9 +129,10 @@ async def judge_chat(
     cut = any(o.error == DEADLINE_KIND for o in failed)
     if not done:
         if all(o.error == DEADLINE_KIND for o in failed):
-            raise JudgingFailed(504, "deadline: no order finished by the deadline (they go on into the cache)", None)
+            raise JudgingFailed(
+                "backend_timeout", "deadline: no order finished by the deadline (they go on into the cache)", None
+            )
         raise judging_failed(failed, f"every judge call failed ({len(failed)})")
-    name = jurors[0].string if len(jurors) == 1 else ",".join(m.string for m in jurors)
     calls = sum(1 for r in runs if not r.cached and r.error is None) + len(failed)
     usage = sum((r.usage for r in runs), Usage())
     result = ChatResult(

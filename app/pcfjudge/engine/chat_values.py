@@ -5,16 +5,14 @@ none of them)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import Any, Literal
 
+from pcfjudge.backends.registry import Jury, ResolvedModel
 from pcfjudge.judging.permutations import schedule
+from pcfjudge.judging.templates.chat_consensus import Decision
+from pcfjudge.judging.templates.template_base import Found, Message
+from pcfjudge.judging.templates.template_verdicts import Verdict
 from pcfjudge.types import CacheMode, Usage
-
-if TYPE_CHECKING:
-    from pcfjudge.backends.registry import Jury, ResolvedModel
-    from pcfjudge.judging.templates.chat_consensus import Decision
-    from pcfjudge.judging.templates.template_base import Found, Message
-    from pcfjudge.judging.templates.template_verdicts import Verdict
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,3 +81,11 @@ class ChatResult:
     degraded: bool = False  # an order failed: the consensus is over the others
     stopped: Literal["deadline"] | None = None  # the caller's deadline cut an order (the others' verdict stands)
     jury: None = None  # the jury report the other doors give (the chat door reports jurors per run)
+
+    def stopped_event(self) -> dict[str, Any]:
+        """Its ``stopped`` event (docs/streaming.md): why it ended and the orders made (every juror's)."""
+        return {"judgment": "chat", "reason": self.stopped or "planned", "runs": len(self.runs)}
+
+    def usage_of(self, model: str) -> Usage:
+        """The tokens of the orders ``model`` judged (a jury's juror)."""
+        return sum((r.usage for r in self.runs if r.model == model), Usage())

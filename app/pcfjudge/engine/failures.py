@@ -7,16 +7,16 @@ from collections.abc import Sequence
 
 from pcfjudge.engine.runner import CallOutcome
 from pcfjudge.judging.run_records import RunRecord
-from pcfjudge.types import FAILURE_KINDS
+from pcfjudge.types import Failure
 
 
 class JudgingFailed(Exception):
-    """``status`` is 502, 503 or 504 (the most common among the failed calls); ``kind`` names it; ``runs`` are the
-    listwise runs and what became of each (empty for pairwise)."""
+    """``kind``: what the failed calls were, the most common among them (``types.Failure``: the HTTP edge gives it
+    its 502, 503 or 504); ``runs`` are the listwise runs and what became of each (empty for pairwise)."""
 
-    def __init__(self, status: int, detail: str, retry_after: float | None, runs: Sequence[RunRecord] = ()) -> None:
+    def __init__(self, kind: Failure, detail: str, retry_after: float | None, runs: Sequence[RunRecord] = ()) -> None:
         super().__init__(detail)
-        self.status, self.kind, self.detail, self.retry_after = status, FAILURE_KINDS[status], detail, retry_after
+        self.kind, self.detail, self.retry_after = kind, detail, retry_after
         self.runs = list(runs)
 
 
@@ -27,7 +27,7 @@ def failure_summary(failed: Sequence[CallOutcome]) -> str:
 
 
 def judging_failed(failed: Sequence[CallOutcome], detail: str, runs: Sequence[RunRecord] = ()) -> JudgingFailed:
-    """The failure for ``failed`` calls: status by the most common one, the longest Retry-After any of them gave."""
-    status, _ = Counter(o.status if o.status in FAILURE_KINDS else 502 for o in failed).most_common(1)[0]
+    """The failure for ``failed`` calls: the most common kind among them, the longest Retry-After any of them gave."""
+    kind, _ = Counter(o.failure or "backend_error" for o in failed).most_common(1)[0]
     retry_after = max((o.retry_after for o in failed if o.retry_after is not None), default=None)
-    return JudgingFailed(status, detail, retry_after, runs)
+    return JudgingFailed(kind, detail, retry_after, runs)

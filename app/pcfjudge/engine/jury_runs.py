@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from typing import TypeVar
@@ -46,7 +47,7 @@ from pcfjudge.judging.reliability import Book, correlation_matrix, effective_jur
 from pcfjudge.judging.run_records import RunRecord
 from pcfjudge.judging.waves import Waves
 from pcfjudge.judging.window_rounds import WindowReport
-from pcfjudge.types import LABELS, DecodingParams, Usage
+from pcfjudge.types import LABELS, DecodingParams, Failure, Usage
 
 R = TypeVar("R", ListwiseResult, PairwiseResult)
 
@@ -58,11 +59,12 @@ def _delivered_or_fail(
     needed = pool.quorum(len(jury.jurors), share)
     delivered = sum(r.delivered for r in reports)
     if delivered < needed:
-        status = max((f.status for f in failures), key=lambda s: sum(f.status == s for f in failures), default=502)
+        kinds = Counter(f.kind for f in failures)
+        kind: Failure = kinds.most_common(1)[0][0] if kinds else "backend_error"
         retry = max((f.retry_after for f in failures if f.retry_after is not None), default=None)
         why = "; ".join(f"{r.model}: {r.error}" for r in reports if not r.delivered)
         detail = f"only {delivered} of {len(jury.jurors)} jurors delivered (need {needed}); {why}"
-        raise JudgingFailed(status, detail, retry, [run for f in failures for run in f.runs])
+        raise JudgingFailed(kind, detail, retry, [run for f in failures for run in f.runs])
     return needed
 
 
@@ -277,7 +279,7 @@ async def judge_jurors(
             out = await judge_one(model)
         except JudgingFailed as exc:
             if watch.heard:
-                watch.announce("juror", juror_event(model.string, False) | {"status": exc.status})
+                watch.announce("juror", juror_event(model.string, False) | {"error": exc.kind})
             return exc
         if watch.heard:
             watch.announce("juror", juror_event(model.string, True, out.backend_calls, out.cache_hits))
@@ -299,7 +301,7 @@ def _outcomes(
     for j, (juror, out) in enumerate(zip(jury.jurors, outcomes, strict=True)):
         report = JurorReport(juror.string, jury.weights[j], not isinstance(out, JudgingFailed))
         if isinstance(out, JudgingFailed):
-            report.error, report.status = out.detail, out.status
+            report.error, report.failure = out.detail, out.kind
             failures.append(out)
         else:
             report.backend_calls, report.cache_hits = out.backend_calls, out.cache_hits
@@ -344,6 +346,7 @@ def pool_windows(
             windows[0],
             calls_budgeted=sum(w.calls_budgeted for w in windows),
             windows_judged=sum(w.windows_judged for w in windows),
+            settled=None if windows[0].settled is None else all(w.settled for w in windows),
             standard_errors=se,
             appearances={cid: sum(w.appearances.get(cid, 0) for w in windows) for cid in task.ids},
         )

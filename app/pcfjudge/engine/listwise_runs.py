@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 from functools import lru_cache, partial
-from typing import TYPE_CHECKING, Literal
+from typing import Any, Literal
 
 from pcfjudge.backends.base import ORACLE_ABSENT, JudgeCall
 from pcfjudge.backends.registry import Jury, ResolvedModel
@@ -19,9 +19,11 @@ from pcfjudge.engine.anytime_runs import certified_despite, deadline_failed, fin
 from pcfjudge.engine.failures import failure_summary, judging_failed
 from pcfjudge.engine.progress import DEADLINE_KIND, Watch
 from pcfjudge.engine.runner import CallOutcome, CallRunner, CallSpec, Runner, announce_hits
+from pcfjudge.judging import adaptive
 from pcfjudge.judging import consensus as cons
 from pcfjudge.judging import permutations as perms
 from pcfjudge.judging.cache_keys import cache_key, item_hash
+from pcfjudge.judging.jury import JuryReport
 from pcfjudge.judging.parse import ListwiseAnswer, load_json_object, validate_listwise
 from pcfjudge.judging.prompts import DEFAULT_STYLE, PromptStyle, listwise_version, new_nonce, render_listwise
 from pcfjudge.judging.run_records import RunJudgments, RunRecord
@@ -29,10 +31,6 @@ from pcfjudge.judging.waves import Adaptive, Budget, Waves
 from pcfjudge.judging.window_rounds import WindowOptions, WindowReport
 from pcfjudge.kept import Kept, KeptFor
 from pcfjudge.types import LABELS, SAMPLE_STRIDE, CacheMode, DecodingParams, Usage
-
-if TYPE_CHECKING:
-    from pcfjudge.judging import adaptive
-    from pcfjudge.judging.jury import JuryReport
 
 Mode = Literal["consensus", "direct", "repeated_canonical"]
 
@@ -109,6 +107,22 @@ class ListwiseResult:
 
     def __post_init__(self) -> None:
         self.degraded = any(r.error for r in self.runs)
+
+    def stopped_event(self) -> dict[str, Any]:
+        """Its ``stopped`` event (docs/streaming.md): ``reason`` — ``planned`` (every planned run made), an early
+        stop's (``certified``, ``confident``, ``k_max``, ``budget``, ``deadline``) or, past one window, why its rounds
+        ended (``rounds``, ``certified``, ``budget``, ``deadline``, ``failed``) — and the runs made."""
+        data: dict[str, Any] = {"judgment": "listwise", "reason": self.stopped or "planned", "runs": len(self.runs)}
+        if self.runs_planned:
+            data["runs_planned"] = self.runs_planned
+        if self.windows is not None:
+            data["reason"] = self.stopped or self.windows.stopped
+            data["windows_judged"] = self.windows.windows_judged
+        return data
+
+    def usage_of(self, model: str) -> Usage:
+        """The tokens of the runs ``model`` made (a jury's juror)."""
+        return sum((r.usage for r in self.runs if r.model == model), Usage())
 
 
 def schedule(task: ListwiseTask) -> tuple[list[perms.Permutation], int]:

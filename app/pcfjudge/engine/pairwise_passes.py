@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import partial
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from pcfjudge.backends.base import JudgeCall
 from pcfjudge.backends.registry import Jury, ResolvedModel
@@ -25,14 +25,12 @@ from pcfjudge.engine.progress import DEADLINE_KIND, Watch
 from pcfjudge.engine.runner import CallOutcome, CallRunner, CallSpec
 from pcfjudge.judging import apoc
 from pcfjudge.judging.cache_keys import cache_key, item_hash
+from pcfjudge.judging.estimation import EstimationCheck, check_estimation
 from pcfjudge.judging.jury import JuryReport
 from pcfjudge.judging.pairwise_prompts import VERDICTS, pairwise_version, render_keyed, render_pairwise
 from pcfjudge.judging.parse import OutputError, load_json_object
 from pcfjudge.judging.prompts import DEFAULT_STYLE, Prompt, PromptStyle, new_nonce
 from pcfjudge.types import CacheMode, DecodingParams, Usage
-
-if TYPE_CHECKING:
-    from pcfjudge.judging.estimation import EstimationCheck
 
 PassName = Literal["direct", "swapped", "keyed"]
 ORDERS: dict[PassName, tuple[int, int]] = {"direct": (0, 1), "swapped": (1, 0), "keyed": (0, 1)}
@@ -96,6 +94,14 @@ class PairwiseResult:
     jury: JuryReport | None = None  # a jury's judgment: every juror's decision and the agreement (engine/jury_runs.py)
     stopped: Literal["deadline"] | None = None  # the caller's deadline cut a pass (its verdict is missing)
     pooled_preference_a: float | None = None  # a jury's: Σ ω_j preference_a_j
+
+    def stopped_event(self) -> dict[str, Any]:
+        """Its ``stopped`` event (docs/streaming.md): why it ended and the passes made."""
+        return {"judgment": "pairwise", "reason": self.stopped or "planned", "runs": len(self.passes)}
+
+    def usage_of(self, model: str) -> Usage:
+        """The tokens of the passes ``model`` made (a jury's juror)."""
+        return sum((p.usage for p in self.passes if p.model == model), Usage())
 
     @property
     def prompt_versions(self) -> dict[str, str]:
@@ -198,8 +204,6 @@ async def judge_pairwise(
     task: PairwiseTask, model: ResolvedModel, runner: CallRunner, params: DecodingParams, *, watch: Watch
 ) -> PairwiseResult:
     """Run APOCJudge on one pair (use ``Judge.pairwise``); raises ``JudgingFailed`` only when both orders fail."""
-    from pcfjudge.judging.estimation import check_estimation  # pairs only: loaded by a service's first pair
-
     planner = _Planner(task, model, params)
     estimation = check_estimation(task.question, task.estimation)
 
@@ -212,7 +216,7 @@ async def judge_pairwise(
     if direct.verdict is None and swapped.verdict is None:
         if all(o.error == DEADLINE_KIND for o in outcomes):
             raise JudgingFailed(
-                504, "deadline: neither order finished by the deadline (they go on into the cache)", None
+                "backend_timeout", "deadline: neither order finished by the deadline (they go on into the cache)", None
             )
         raise _orders_failed(outcomes)
 

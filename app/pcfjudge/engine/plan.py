@@ -2,16 +2,18 @@
 (``Judge.check``: the model allowlist, the per-request call, token and cost caps) and run by ``Judge.run``.
 
 Every front door builds its plan at intake, before it answers anything, so a request is refused the same way
-whether it is answered now, streamed or run as a job; a job's plan is rebuilt from its stored request when it runs.
+whether it is answered now, streamed or run as a job; a job runs the plan checked at intake (another replica, or a
+resumed job, plans its stored request again).
 
-Strategies (``strategy``), each for every juror of a jury (``jurors`` holds more than one model):
+Its ``strategy`` is an object that runs it (``engine.strategies``), for one model or every juror of a jury
+(``jurors`` holds more than one model):
 
-* ``prompt``: one listwise prompt over K orders (× executions): its calls are the planned runs, within the
+* ``Prompt``: one listwise prompt over K orders (× executions): its calls are the planned runs, within the
   request's budget (``max_calls``);
-* ``windows``: more candidates than one prompt shows (PCFJ_MAX_CANDIDATES): rounds of windows fitted onto one
+* ``Windows``: more candidates than one prompt shows (PCFJ_MAX_CANDIDATES): rounds of windows fitted onto one
   scale; its calls are every round's budget;
-* ``pairwise``: APOCJudge's passes (both orders, and the keyed pass where it may run);
-* ``chat``: a caller's own judge prompt in each order of its candidates (``engine.chat_runs``), by every juror.
+* ``Pairwise``: APOCJudge's passes (both orders, and the keyed pass where it may run);
+* ``Chat``: a caller's own judge prompt in each order of its candidates (``engine.chat_runs``), by every juror.
 
 How a plan is run — by when the caller wants its answer (``AnswerBy``) and who listens to its events — is not
 part of it: the same plan runs now, streamed or as a job (``Judge.run``'s arguments).
@@ -20,14 +22,14 @@ part of it: the same plan runs now, streamed or as a job (``Judge.run``'s argume
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Generic, Literal, TypeVar
+from typing import Generic, TypeVar
 
 from pcfjudge.backends.registry import Jury, ResolvedModel
 from pcfjudge.engine.chat_values import ChatTask
 from pcfjudge.engine.listwise_runs import ListwiseTask, RunPlan
 from pcfjudge.engine.pairwise_passes import PairwiseTask
+from pcfjudge.engine.strategies import Strategy
 
-Strategy = Literal["prompt", "windows", "pairwise", "chat"]
 T = TypeVar("T", ListwiseTask, PairwiseTask, ChatTask)
 
 
@@ -45,6 +47,7 @@ class Plan(Generic[T]):
     window: int | None = None  # ``windows``: the most candidates one call shows
     runs: RunPlan | None = None  # ``prompt`` by one model: its runs and cache keys, planned once
     price_usd: float | None = None  # the most it may cost at PCFJ_PRICES (``Judge.plan``); None: a juror is unpriced
+    output_tokens: int | None = None  # the most one call may answer when the task asks less than PCFJ_MAX_OUTPUT_TOKENS
 
     @property
     def model(self) -> str:

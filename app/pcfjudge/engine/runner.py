@@ -40,7 +40,7 @@ from pcfjudge.engine.calls import CallSpec as CallSpec
 from pcfjudge.engine.calls import from_cache
 from pcfjudge.engine.progress import DEADLINE_KIND, Watch
 from pcfjudge.engine.spend import Meter
-from pcfjudge.errors import Refusal
+from pcfjudge.errors import Overloaded
 from pcfjudge.judging.parse import OutputError
 from pcfjudge.telemetry import tracing
 from pcfjudge.telemetry.hooks import NOOP, Observer
@@ -51,7 +51,6 @@ class OverLimit(BackendError):
     """The request's call allowance is spent: the attempt (a retry, usually) is not made."""
 
     kind = "over_limit"
-    status = 502
 
 
 class CallCache(Protocol):
@@ -130,7 +129,7 @@ class Runner:
         try:
             model.limit.reserve(starts, deadline - loop.time(), watch.priority)
         except Saturated as exc:  # the backend cannot take them: the service declines the request (503)
-            raise Refusal(exc.kind, exc.detail, retry_after=exc.retry_after) from None
+            raise Overloaded(exc.detail, retry_after=exc.retry_after) from None
         pending: dict[int, asyncio.Task[CallOutcome]] = {}
         owned: set[int] = set()  # runs whose call this request started (the others share a call in flight)
         for n, i in enumerate(misses):
@@ -238,7 +237,7 @@ class Runner:
             return await self._attempts(spec, model, by, cache_mode)
         params = spec.call.params
         provider = getattr(model.backend, "provider", model.provider)  # the wire's: openai for an engine too
-        from pcfjudge.telemetry.spans import backend_call  # loaded only with tracing on
+        from pcfjudge.telemetry.spans import backend_call  # tracing on only
 
         with backend_call(provider, model.name, model.string, params.temperature, params.max_output_tokens) as call:
             outcome = await self._attempts(spec, model, by, cache_mode)
@@ -389,7 +388,7 @@ def _ended(task: asyncio.Task[CallOutcome], owned: bool, cut: bool) -> CallOutco
     if task.done() and not task.cancelled():
         return _final(task.result(), owned)
     if cut:
-        return CallOutcome(error=DEADLINE_KIND, detail=_CUT, status=504)
+        return CallOutcome(error=DEADLINE_KIND, detail=_CUT, failure="backend_timeout")
     return _failure(BackendTimeout("request deadline passed before the call finished"), 0.0)
 
 
@@ -413,7 +412,7 @@ def _ms(started: float) -> float:
 def _failure(exc: BackendError | OutputError, started: float, usage: Usage | None = None) -> CallOutcome:
     if isinstance(exc, OutputError):
         return CallOutcome(
-            error=exc.kind, detail=exc.detail, latency_ms=_ms(started), usage=usage or Usage(), status=502
+            error=exc.kind, detail=exc.detail, latency_ms=_ms(started), usage=usage or Usage(), failure="backend_error"
         )
     return CallOutcome(
         error=exc.kind,
@@ -421,5 +420,5 @@ def _failure(exc: BackendError | OutputError, started: float, usage: Usage | Non
         latency_ms=_ms(started),
         usage=usage or Usage(),
         retry_after=exc.retry_after,
-        status=exc.status,
+        failure=exc.failure,
     )

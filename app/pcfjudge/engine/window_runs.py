@@ -5,11 +5,13 @@ Each window is judged as the one-run listwise task over its candidates in their 
 so its cache key is (window content in that order, the identity permutation, model, …): a retry, another replica or
 a later request that plans the same window reuses it, and so does a plain ``/judge/listwise`` call with those
 candidates in that order and ``k`` = 1. A step's windows go to the runner together (one round trip per step: the
-uniform rounds at once, then one per boundary round), and cancelling the request cancels them all.
+uniform rounds, or a top's first round, then one per stage and boundary step), and cancelling the request cancels
+them all. The budget is stated in the task before the plan is checked (``windowed_budget``: the request's
+``max_calls``, else the rounds' calls up to ``PCFJ_MAX_WINDOW_CALLS``).
 
 The result is an ordinary ``ListwiseResult``: the consensus is the fitted score (Eq. 5 of each run, one scale across
-calls), the other statistics (mean score, Borda share, top vote, uncertainty, flags) are each candidate's means over
-the windows it was judged in, and ``windows`` reports the design, the standard errors and why it stopped. It fails
+calls, the judge's position bias taken out, put on 0–100 by ``window_fit.on_scale``), the other statistics (mean
+score, Borda share, top vote, uncertainty, flags) are each candidate's means over the windows it was judged in, and ``windows`` reports the design, the standard errors and why it stopped. It fails
 (``JudgingFailed``, 502/503/504) when fewer than a strict majority of the calls succeed or when some candidate could
 not be put on the common scale: never a made-up score.
 
@@ -20,7 +22,10 @@ are served in between (docs/performance.md).
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable
 from dataclasses import replace
+from typing import TypeVar
 
 from pcfjudge.backends.registry import ResolvedModel
 from pcfjudge.engine import turns
@@ -32,10 +37,21 @@ from pcfjudge.engine.runner import CallOutcome, CallRunner, CallSpec
 from pcfjudge.judging import consensus as cons
 from pcfjudge.judging.prompts import listwise_version
 from pcfjudge.judging.run_records import RunRecord
-from pcfjudge.judging.window_rounds import WindowRanking, WindowReport, WindowSpec, ranking_of, run_values
+from pcfjudge.judging.waves import Budget
+from pcfjudge.judging.window_fit import on_scale
+from pcfjudge.judging.window_rounds import (
+    WindowRanking,
+    WindowReport,
+    WindowSpec,
+    budget_calls,
+    least_calls,
+    ranking_of,
+    run_values,
+)
 from pcfjudge.judging.windows import Window
 from pcfjudge.types import LABELS, DecodingParams, Usage
 
+T = TypeVar("T")
 STEP = 4  # windows planned or read in one step of CPU (about a millisecond; ``turns``)
 _STATS = 6  # score, borda, top_vote, uncertainty, major_error, hallucinated_specificity (``run_values``[1:])
 
@@ -45,6 +61,29 @@ def window_spec(task: ListwiseTask, window: int) -> WindowSpec:
     options = task.windows
     max_calls = task.budget.max_calls if task.budget is not None else None
     return WindowSpec(window, task.k, options.top_n if options else 0, max_calls, task.seed)
+
+
+def windowed_budget(task: ListwiseTask, window: int, most: int) -> ListwiseTask:
+    """``task`` with its call budget stated: the request's ``max_calls``, else its rounds' calls up to ``most``
+    (``PCFJ_MAX_WINDOW_CALLS``), never below the least the design needs (a budget that low is refused later)."""
+    if task.budget is not None and task.budget.max_calls is not None:
+        return task
+    spec, n = window_spec(task, window), len(task.ids)
+    rounds = budget_calls(n, window, spec.rounds)
+    calls = min(rounds, max(most, least_calls(n, window, spec.top_n)))
+    if calls == rounds:
+        return task
+    return replace(task, budget=Budget(calls, task.budget.max_cost_usd if task.budget is not None else None))
+
+
+THREAD_FROM = 1000
+"""Candidates from which the stepper plans and fits in a worker thread: a fit of 10,000 candidates takes tens of
+milliseconds of numpy, which the event loop would otherwise wait for (the thread gives it a turn every 5 ms)."""
+
+
+async def _off_loop(n: int, work: Callable[[], T]) -> T:
+    """``work`` (planning or fitting ``n`` candidates) in a worker thread when ``n`` is large, else here."""
+    return await asyncio.to_thread(work) if n >= THREAD_FROM else work()
 
 
 def window_task(task: ListwiseTask, window: Window) -> ListwiseTask:
@@ -83,7 +122,7 @@ async def judge_windows(
     outcomes: list[CallOutcome] = []
     sums = [[0.0] * _STATS for _ in range(n)]
     where = {cid: c for c, cid in enumerate(task.ids)}
-    while windows := ranking.next_windows():
+    while windows := await _off_loop(n, ranking.next_windows):
         tasks, specs = await _round_calls(task, windows, model, params)
         made = await runner.run(specs, model, watch=watch, cache_mode=task.cache_mode)
         first = len(records)
@@ -104,7 +143,7 @@ async def judge_windows(
         if watch.heard:
             round_ = {"model": model.string, "step": ranking.steps, "windows": len(windows)}
             watch.announce("round", round_ | {"windows_judged": len(records), "calls_budgeted": ranking.budget})
-    fit = ranking.fit()
+    fit = await _off_loop(n, ranking.fit)
     await turns.take()  # the fit, then the result and its response: two steps, not one
     ok = len(records) - ranking.failed
     cut = ranking.stopped == "deadline"
@@ -112,11 +151,12 @@ async def judge_windows(
     unscaled = [task.ids[c] for c in range(n) if fit.appearances[c] == 0]
     if ok < needed or unscaled or fit.components > 1:
         raise _failed(records, outcomes, ok, needed, unscaled, fit.components, cut)
+    scaled = on_scale(fit)  # the 0–100 scale every door reports (docs/method.md, "One scale")
     candidates = {
-        cid: cons.CandidateConsensus(fit.scores[c], *(s / fit.appearances[c] for s in sums[c]))
+        cid: cons.CandidateConsensus(scaled.scores[c], *(s / fit.appearances[c] for s in sums[c]))
         for c, cid in enumerate(task.ids)
     }
-    winners = cons.within_tolerance_of_max({cid: fit.scores[c] for c, cid in enumerate(task.ids)})
+    winners = cons.within_tolerance_of_max({cid: scaled.scores[c] for c, cid in enumerate(task.ids)})
     consensus = cons.Consensus(candidates, winners, [task.ids[c] for c in ranking_of(fit.scores)])
     shown_winner = [r.result for r in records if r.result is not None and set(winners) & set(r.order)]
     agreeing = [run for run in shown_winner if set(winners) & set(cons.top_set(run))]
@@ -130,8 +170,12 @@ async def judge_windows(
         stopped=ranking.stopped or "rounds",
         components=fit.components,
         residual_sd=fit.residual_sd,
-        standard_errors={cid: fit.standard_errors[c] for c, cid in enumerate(task.ids)},
+        standard_errors={cid: scaled.standard_errors[c] for c, cid in enumerate(task.ids)},
         appearances={cid: fit.appearances[c] for c, cid in enumerate(task.ids)},
+        top_n=ranking.spec.top_n,
+        settled=ranking.settled(ranking.spec.top_n) if ranking.spec.top_n else None,
+        position_effects=tuple(fit.position_effects),
+        scale=(scaled.shift, scaled.factor),
     )
     return ListwiseResult(
         model=model.string,
@@ -210,7 +254,7 @@ def _failed(
         detail = (
             f"deadline: {ok} window runs succeeded by the deadline (need {needed}), {len(unscaled)} candidates unjudged"
         )
-        return JudgingFailed(504, f"{detail}; the windows in flight finish into the cache", None, records)
+        return JudgingFailed("backend_timeout", f"{detail}; the windows in flight finish into the cache", None, records)
     if ok < needed:
         detail = f"only {ok} of {len(records)} window runs succeeded (need {needed})"
     elif unscaled:
@@ -218,5 +262,5 @@ def _failed(
     else:
         detail = f"the successful windows split the candidates into {components} groups with no common scale"
     if not failed:
-        return JudgingFailed(502, detail, None, records)
+        return JudgingFailed("backend_error", detail, None, records)
     return judging_failed(failed, f"{detail}; failures: {failure_summary(failed)}", records)

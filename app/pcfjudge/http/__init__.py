@@ -1,1 +1,1 @@
-"""What every door's routes share at the HTTP edge: dependencies, the error table, streams, the in-process loopback."""
+"""What every door's routes share at the HTTP edge: dependencies, the error table, streams."""

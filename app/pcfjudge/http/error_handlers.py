@@ -1,21 +1,21 @@
-"""One error shape for every failure: ``{"error": kind, "detail": what and how to fix}``. The one place an
-exception becomes an HTTP answer:
+"""The one place an exception becomes an HTTP answer: ``answer_of`` gives it its status from the one table
+(``STATUS``, kind → status), and the door's ``http.error_shapes`` writes the body its clients read (the service's
+``{"error": kind, "detail": what and how to fix}`` by default).
 
 ApiError (kind)                         raised by the front doors (pcfjudge.errors, pcfjudge.doors) for client
                                         mistakes; its status from ``STATUS`` (a route may give its own: 5xx verdicts)
-Refusal (kind)                          declined: caps and allowlist (422), quota (429), overload (503): ``STATUS``
-JudgingFailed                           too few runs succeeded: 502/503/504 (counted through doors.decisions.judged)
+Refusal (its reason's kind)             declined: caps and allowlist (422), quota (429), overload (503): ``STATUS``
+JudgingFailed (kind)                    too few runs succeeded: backend_error/overloaded/timeout → 502/503/504
 BudgetError (field)                     max_calls / max_cost_usd cannot pay for one run: 422 naming the field
 RequestValidationError                  → 422 validation_error, or 400 invalid_json for a body that is not JSON
 StarletteHTTPException                  → its status (404 not_found, 405 method_not_allowed, …)
-api.middleware.body.BodyMiddleware      → 413 body_too_large, 408 body_timeout
+api.middleware.body.BodyMiddleware      → 413 body_too_large, 408 body_timeout (api.middleware.refusals: the door's shape)
 api.middleware.auth.AuthMiddleware      → 401 unauthorized, 429 quota_exceeded
 anything else                           → 500 internal_error, as JSON, by api.middleware.request.RequestMiddleware
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -26,6 +26,8 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from pcfjudge.engine.failures import JudgingFailed
 from pcfjudge.errors import ApiError, Refusal, client_error
+from pcfjudge.http import error_shapes
+from pcfjudge.http.error_shapes import Answer, ErrorShape
 from pcfjudge.judging.waves import BudgetError
 from pcfjudge.schemas.common import ErrorResponse
 
@@ -44,13 +46,12 @@ def _field(loc: tuple[Any, ...]) -> str:
     return ".".join(parts) or "body"
 
 
-async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
-    assert isinstance(exc, RequestValidationError)
+def _validation(exc: RequestValidationError) -> Answer:
     errors = list(exc.errors())
     if any(e.get("type") == "json_invalid" for e in errors):
         ctx = errors[0].get("ctx", {}).get("error", "")
         detail = f"request body is not valid JSON ({ctx}); send a JSON object with Content-Type: application/json"
-        return JSONResponse(error_body("invalid_json", detail, request), 400)
+        return Answer(400, "invalid_json", detail)
     items = []
     for e in errors:
         field = _field(tuple(e.get("loc", ())))
@@ -63,19 +64,18 @@ async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
             message = "this field is required"
         items.append({"field": field, "message": message})
     detail = "; ".join(f"{i['field']}: {i['message']}" for i in items[:5])
-    return JSONResponse(error_body("validation_error", detail, request, errors=items), 422)
+    return Answer(422, "validation_error", detail, field=items[0]["field"] if items else None, errors=tuple(items))
 
 
-async def _http_error(request: Request, exc: Exception) -> JSONResponse:
-    assert isinstance(exc, StarletteHTTPException)
+def _http(exc: StarletteHTTPException, request: Request | None) -> Answer:
     kinds = {404: "not_found", 405: "method_not_allowed"}
     kind = kinds.get(exc.status_code, "http_error")
     detail = str(exc.detail)
-    if exc.status_code == 404:
+    if request is not None and exc.status_code == 404:
         detail = f"no route {request.url.path}; see /docs or openapi/openapi.json for the endpoints"
-    elif exc.status_code == 405:
+    elif request is not None and exc.status_code == 405:
         detail = f"{request.method} is not allowed on {request.url.path}"
-    return JSONResponse(error_body(kind, detail, request), exc.status_code, headers=getattr(exc, "headers", None))
+    return Answer(exc.status_code, kind, detail, getattr(exc, "headers", None))
 
 
 STATUS: dict[str, int] = {
@@ -99,57 +99,55 @@ STATUS: dict[str, int] = {
     "shutting_down": 503,
     "jobs_unavailable": 503,
     "jobs_full": 503,
+    # a judgment that failed (engine.failures.JudgingFailed: too few runs succeeded), by what its calls were
+    "backend_error": 502,
+    "backend_overloaded": 503,
+    "backend_timeout": 504,
 }
-"""Error kind → HTTP status: the one table (``errors``: below this layer an error has a kind, never a status). A
-judgment that failed (``JudgingFailed``) keeps the 502/503/504 its backends' failures chose."""
+"""Error kind → HTTP status: the one table (``errors``: below this layer an error has a kind, never a status)."""
 
 
-@dataclass(frozen=True, slots=True)
-class Answer:
-    """An error as the HTTP answer it becomes."""
-
-    status: int
-    kind: str
-    detail: str
-    headers: dict[str, str] | None = None
-    field: str | None = None
-
-
-def as_api_error(exc: Exception) -> Answer | None:
-    """The answer for an error raised below the routes (None: not one of ours). Every front door's errors pass
-    through here, in the service's shape (the handlers below) or in a wire format's own (TEI's rerank route)."""
+def answer_of(exc: Exception, request: Request | None = None) -> Answer | None:
+    """The answer for an error a door raised (None: not one the service answers). Every door's errors pass through
+    here, then through the door's own ``ErrorShape`` (``http.error_shapes``)."""
     if isinstance(exc, ApiError):
         return Answer(exc.status or STATUS[exc.kind], exc.kind, exc.detail, exc.headers, exc.field)
     if isinstance(exc, Refusal):
         return Answer(STATUS[exc.kind], exc.kind, exc.detail, exc.headers(), exc.field)
     if isinstance(exc, JudgingFailed):  # too few runs succeeded: 502/503/504; a 503 always says when to retry
+        status = STATUS[exc.kind]
         if exc.retry_after is not None:
             headers: dict[str, str] | None = {"Retry-After": str(max(1, round(exc.retry_after)))}
         else:
-            headers = {"Retry-After": "5"} if exc.status == 503 else None
-        return Answer(exc.status, exc.kind, exc.detail, headers)
+            headers = {"Retry-After": "5"} if status == 503 else None
+        return Answer(status, exc.kind, exc.detail, headers)
     if isinstance(exc, BudgetError):
-        return as_api_error(client_error(exc.field, exc.detail))
+        return answer_of(client_error(exc.field, exc.detail))
+    if isinstance(exc, RequestValidationError):
+        return _validation(exc)
+    if isinstance(exc, StarletteHTTPException):
+        return _http(exc, request)
     return None
 
 
+def shaped(exc: Exception, request: Request, shape: ErrorShape = error_shapes.service) -> JSONResponse | None:
+    """``exc`` answered in ``shape`` (None: not an error the service answers)."""
+    answer = answer_of(exc, request)
+    if answer is None:
+        return None
+    status, body = shape(answer, getattr(request.state, "request_id", None))
+    return JSONResponse(body, status, headers=answer.headers)
+
+
 async def _ours(request: Request, exc: Exception) -> JSONResponse:
-    error = as_api_error(exc)
-    assert error is not None
-    extra = {"errors": [{"field": error.field, "message": error.detail}]} if error.field else {}
-    return JSONResponse(error_body(error.kind, error.detail, request, **extra), error.status, headers=error.headers)
-
-
-def json_response(body: dict[str, Any], status: int, headers: dict[str, str] | None = None) -> JSONResponse:
-    """A JSON error response for the ASGI layers below the app (auth, body limits, the last-resort 500)."""
-    return JSONResponse(body, status, headers=headers)
+    response = shaped(exc, request)
+    assert response is not None
+    return response
 
 
 def install(app: FastAPI) -> None:
-    for kind in (ApiError, Refusal, JudgingFailed, BudgetError):
+    for kind in (ApiError, Refusal, JudgingFailed, BudgetError, RequestValidationError, StarletteHTTPException):
         app.add_exception_handler(kind, _ours)
-    app.add_exception_handler(RequestValidationError, _validation_error)
-    app.add_exception_handler(StarletteHTTPException, _http_error)
 
 
 def documented(texts: dict[int, str], model: type[BaseModel] = ErrorResponse) -> dict[int | str, dict[str, Any]]:

@@ -24,7 +24,7 @@ from sse_starlette import EventSourceResponse, ServerSentEvent
 from pcfjudge import context
 from pcfjudge.backends.slots import Priority
 from pcfjudge.engine.progress import RunEvent, Watch
-from pcfjudge.http.error_handlers import as_api_error, error_body
+from pcfjudge.http.error_handlers import STATUS, answer_of, error_body
 
 _DONE = object()
 
@@ -76,12 +76,15 @@ async def _events(
     try:
         while item is not _DONE:
             assert isinstance(item, RunEvent)
-            yield ServerSentEvent(orjson.dumps(item.data).decode(), event=item.kind)
+            data = item.data
+            if item.kind == "juror" and "error" in data:  # a juror that did not deliver: its failure's status too
+                data = {**data, "status": STATUS[data["error"]]}
+            yield ServerSentEvent(orjson.dumps(data).decode(), event=item.kind)
             item = await queue.get()
         try:
             data = await task
         except Exception as exc:  # an error the ordinary route would answer, as an event
-            error = as_api_error(exc)
+            error = answer_of(exc)
             if error is None:
                 raise
             body = error_body(error.kind, error.detail, None, status=error.status, request_id=request_id)

@@ -40,7 +40,7 @@ class JurorReport:
     weight: float
     delivered: bool
     error: str | None = None  # why it did not deliver
-    status: int | None = None
+    failure: str | None = None  # what kind of failure (engine.failures.JudgingFailed's kind)
     winners: list[str] | None = None  # listwise: its winner set; pairwise: [its winner]
     decision: str | None = None  # pairwise: the APOCJudge rule behind its verdict
     scores: dict[str, float] | None = None  # listwise: its consensus per candidate

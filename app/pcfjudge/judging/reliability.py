@@ -25,10 +25,9 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
-if TYPE_CHECKING:
-    from pcfjudge.judging.drift import Shift
+from pcfjudge.judging.drift import Shift, accuracy_shift, first_position_shift
 
 DriftState = Literal["baseline", "stable", "drift"]
 
@@ -76,9 +75,7 @@ class Reliability:
         values = {k: v for k, v in data.items() if k in known}
         values["errors"] = tuple(int(e) for e in values.get("errors", ()))
         values["drift"] = tuple(values.get("drift", ()))
-        if values["drift"]:  # drift.py is imported only for a record compared with its baseline
-            from pcfjudge.judging.drift import Shift
-
+        if values["drift"]:
             values["drift"] = tuple(Shift(**s) for s in values["drift"])
         return cls(**values)
 
@@ -92,7 +89,6 @@ def compared(baseline: Reliability, current: Reliability, *, alpha: float, min_p
         current.slice,
     ):
         raise ValueError("a record is compared only with the baseline of its own model, prompt version and slice")
-    from pcfjudge.judging.drift import accuracy_shift, first_position_shift
 
     shifts = [
         accuracy_shift(baseline.errors, current.errors, alpha=alpha, min_points=min_points),

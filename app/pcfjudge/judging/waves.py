@@ -19,14 +19,11 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
+from pcfjudge.judging import adaptive
 from pcfjudge.judging import consensus as cons
 from pcfjudge.judging.run_records import RunJudgments
 from pcfjudge.types import Usage, usd
-
-if TYPE_CHECKING:  # loaded by the first adaptive wave (``Waves._wanted``): fixed K never needs it
-    from pcfjudge.judging import adaptive
 
 Position = tuple[int, int]  # (execution, run index)
 Price = tuple[float, float]  # USD per million input, output tokens
@@ -132,8 +129,6 @@ class Waves:
 
     def progress(self) -> adaptive.Progress:
         """The adaptive state of the runs made so far."""
-        from pcfjudge.judging import adaptive
-
         runs: list[list[RunJudgments]] = [[] for _ in range(self.executions)]
         made = [0] * self.executions
         for e, i in self.order[: self.made]:
@@ -150,7 +145,6 @@ class Waves:
         first = min(self.auto.k_min, self.k) * self.executions
         if self.made < first:  # the first wave, or what a budget left of it
             return first - self.made
-        from pcfjudge.judging import adaptive
 
         state = self.progress()
         self.stopped = adaptive.decide(state, self.auto.stop)

@@ -6,17 +6,18 @@ the whole procedure as a stepper, so the service (``engine.window_runs``) and th
 ranking``) run the very same decisions:
 
 * **the call budget is known first**: ``rounds`` rounds' worth of windows, ``ceil(N / w) · rounds`` calls
-  (``max_calls`` can only lower it, never below the two rounds the fit needs to be connected);
+  (``max_calls`` states another, never below ``least_calls``: what the fit needs to be connected);
 * **whole order** (``top_n`` = 0, a reward group): all ``rounds`` rounds are uniform, every candidate shown
-  ``rounds`` times in varied windows and balanced positions, judged at once (one round trip);
-* **a boundary** (``top_n`` ≥ 1: rerank's ``top_n``, listwise's winner): two uniform rounds, judged at once; then
-  up to ``rounds`` − 2 boundary steps, each one round's worth of calls (or what is left of the budget) spent on
-  windows over the candidates still uncertain at the ``top_n`` boundary (``windows.uncertain_at``: fitted score
-  within two standard errors of it, ``CERTAIN_Z``), reshuffled as often as those calls allow, refitted after each step; it stops
-  ``certified`` when none is uncertain. Round trips: at most ``rounds`` − 1.
+  ``rounds`` times in varied windows and balanced positions, handed out together (``STEP_WINDOWS`` at most a step);
+* **a top** (``top_n`` ≥ 1: rerank's ``top_n``, listwise's winner): one uniform round, then the tournament's stages
+  (``window_stages``: who goes on, and how many, from the fit so far), on until one scale links every candidate;
+  then boundary steps, each up to one round's calls spent on windows over the candidates still uncertain at the
+  boundary of the top max(``top_n``, 10) (``windows.uncertain_at``: fitted score within two standard errors of it,
+  ``CERTAIN_Z``), refitted after each step; it stops ``certified`` when fewer than two are uncertain. Round trips:
+  one per stage and per step.
 
 ``stopped``: ``rounds`` (every uniform round made), ``certified`` (the top ``top_n`` no longer in doubt),
-``budget`` (uncertain candidates remain, and no further round fits), ``failed`` (calls of the latest step failed:
+``budget`` (uncertain candidates remain, and no further step fits), ``failed`` (calls of the latest step failed:
 no boundary round is planned on a fit that lacks them; a batch submits each step's windows once they are known) or
 ``incomplete`` (failed calls left a candidate unjudged or off the common scale: the judgment fails, see
 ``engine.window_runs``). The value each call contributes for a
@@ -29,25 +30,42 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from pcfjudge.judging import consensus as cons
 from pcfjudge.judging.run_records import RunJudgments
-
-if TYPE_CHECKING:
-    from pcfjudge.judging.window_fit import Observation, WindowFit
-    from pcfjudge.judging.windows import Window
+from pcfjudge.judging.window_fit import Observation, WindowFit, fit_windows
+from pcfjudge.judging.window_stages import (
+    DEFAULT_FOCUS,
+    focus_size,
+    least_stage_calls,
+    links,
+    next_size,
+    plausible,
+    survivors,
+    windows_for,
+)
+from pcfjudge.judging.windows import (
+    Window,
+    plan_windows,
+    position_counts,
+    uncertain_at,
+    window_sizes,
+    windows_linking,
+    windows_over,
+)
 
 WindowStop = Literal["rounds", "certified", "budget", "failed", "incomplete", "deadline"]
 FOCUS_ROUNDS = 2
+"""The whole order's least rounds: the fewest that connect every candidate onto one scale."""
+STEP_WINDOWS = 640
+"""Whole rounds are handed out together up to this many windows (one round always): 1,000 documents' 4 rounds at
+once, 10,000 documents' one round (625 windows) per step, within the call slots of an idle backend."""
 CERTAIN_Z = 2.0
 """A candidate is uncertain while its fitted consensus is within this many standard errors of the boundary."""
-"""Uniform rounds before any boundary round: the fewest that connect every candidate onto one scale."""
 
 
 def windows_per_round(n: int, window: int) -> int:
-    from pcfjudge.judging.windows import window_sizes  # the planner: loaded by the first windowed judgment
-
     return len(window_sizes(n, window))
 
 
@@ -57,9 +75,12 @@ def budget_calls(n: int, window: int, rounds: int, max_calls: int | None = None)
     return calls if max_calls is None else min(calls, max_calls)
 
 
-def least_calls(n: int, window: int) -> int:
-    """The calls of the two uniform rounds every windowed judgment starts with."""
-    return windows_per_round(n, window) * FOCUS_ROUNDS
+def least_calls(n: int, window: int, top_n: int = 0) -> int:
+    """The fewest calls a windowed judgment may be given: the whole order's two uniform rounds (the fewest that put
+    every candidate on one scale), or a boundary ranking's first round and its stages (``window_stages``)."""
+    if top_n == 0:
+        return windows_per_round(n, window) * FOCUS_ROUNDS
+    return least_stage_calls(n, window, focus_size(top_n, window))
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +105,10 @@ class WindowReport:
     residual_sd: float
     standard_errors: dict[str, float]
     appearances: dict[str, int]
+    top_n: int = 0  # the boundary asked for (0: the whole order)
+    settled: bool | None = None  # whether the top top_n is no longer in doubt (``WindowRanking.settled``)
+    position_effects: tuple[float, ...] = ()  # the judge's measured bias by display position (0 first)
+    scale: tuple[float, float] = (0.0, 1.0)  # (shift, factor) that put the fitted scores on 0–100 (``on_scale``)
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,12 +130,20 @@ class WindowRanking:
         self.n, self.spec = n, spec
         self.per_round = windows_per_round(n, spec.window)
         self.budget = budget_calls(n, spec.window, spec.rounds, spec.max_calls)
-        if self.budget < least_calls(n, spec.window):
+        least = least_calls(n, spec.window, spec.top_n)
+        if self.budget < least:
             raise ValueError(
-                f"{n} candidates in windows of {spec.window} need at least {least_calls(n, spec.window)} calls "
-                f"(two rounds); this judgment may make {self.budget}"
+                f"{n} candidates in windows of {spec.window} need at least {least} calls; this judgment may make "
+                f"{self.budget}"
             )
+        self.focus = focus_size(spec.top_n, spec.window) if spec.top_n else n
+        self.settles = max(spec.top_n, DEFAULT_FOCUS)  # the boundary the calls settle (a smaller top_n: the same plan)
+        self.alive = n  # candidates still in contention (a boundary ranking's stages narrow them to ``focus``)
+        self._latest: list[Window] = []  # the latest stage's windows (each sends its best on)
+        self._pending: list[list[Window]] = []  # planned rounds not handed out yet
         self.observations: list[Observation] = []
+        self.positions: list[int] = []  # each observation's display position in its call (0 first)
+        self.shown = position_counts(n)  # each candidate's display positions so far (windows balance them)
         self.asked: set[Window] = set()  # every window handed out (the same window again would be the same answer)
         self.calls = 0  # calls handed out (made or failed)
         self.recorded = 0  # calls whose outcome is in
@@ -123,17 +156,17 @@ class WindowRanking:
         self._last: WindowFit | None = None  # the latest fit, where a refit starts
 
     def next_windows(self) -> list[Window]:
-        # The planner (windows.py) and the fit (window_fit.py, numpy): loaded by the first windowed judgment; the
-        # budgets above are all a served process needs until then.
-        from pcfjudge.judging.windows import plan_windows, uncertain_at, windows_over
-
         if self.stopped is not None:
             return []
         if self.steps == 0:
-            rounds = self.spec.rounds if self.spec.top_n == 0 else FOCUS_ROUNDS
+            rounds = self.spec.rounds if self.spec.top_n == 0 else 1
             self.rounds_made = min(rounds, self.budget // self.per_round)
-            plan = plan_windows(self.n, self.spec.window, self.rounds_made, seed=self.spec.seed)
-            return self._hand_out([w for round_windows in plan for w in round_windows])
+            plan = plan_windows(self.n, self.spec.window, self.rounds_made, self.spec.seed, self.shown)
+            self._pending = plan
+        if self._pending:  # the whole order's rounds: as many whole rounds at once as STEP_WINDOWS allows
+            at_once = max(1, STEP_WINDOWS // self.per_round)
+            rounds_now, self._pending = self._pending[:at_once], self._pending[at_once:]
+            return self._hand_out([w for round_windows in rounds_now for w in round_windows])
         if self.spec.top_n == 0:
             self.stopped = "rounds"
             return []
@@ -141,28 +174,56 @@ class WindowRanking:
             self.stopped = "failed"
             return []
         fit = self.fit()
+        stage = self.alive > self.focus or fit.components > 1  # the stages go on until one scale links them all
+        windows = self._stage(fit) if stage else self._boundary(fit)
+        if not windows:
+            return []
+        self.rounds_made += 1
+        return self._hand_out(windows)
+
+    def _stage(self, fit: WindowFit) -> list[Window]:
+        """A stage of the tournament (``window_stages``): the candidates still in contention, in fresh windows."""
+        size = affordable = next_size(self.alive, self.spec.window, self.focus, self.budget - self.calls)
+        if certain(fit) and 0 < fit.residual_sd < math.inf:  # one scale, a measured scatter: only the plausible
+            size = max(self.focus, min(size, plausible(fit.scores, fit.standard_errors, self.focus, CERTAIN_Z)))
+        going_on = survivors(fit.scores, self._latest, size)
+        times = max(1, windows_for(affordable, self.spec.window) // windows_for(size, self.spec.window))
+        seed = self.spec.seed * 1000 + self.steps  # a field cut short by its doubt is judged as often as it affords
+        shown = [list(counts) for counts in self.shown]  # a draft: ``windows_linking`` may replace it
+        stage = windows_over(going_on, self.n, self.spec.window, seed, times, shown)
+        if fit.components > 1 and not links(stage, fit.groups):  # deal the field so that its windows link the groups
+            stage = windows_linking(going_on, fit.groups, self.n, self.spec.window, seed, self.shown)
+        else:
+            self.shown = shown
+        if len(stage) > self.budget - self.calls:
+            self.stopped = "budget"
+            return []
+        self.alive = len(going_on)
+        return stage
+
+    def _boundary(self, fit: WindowFit) -> list[Window]:
+        """A boundary step: windows over the candidates still uncertain at the boundary the calls settle."""
         if not certain(fit):  # failed calls left a candidate unjudged or off the scale: no boundary to settle
             self.stopped = "incomplete"
             return []
-        uncertain = uncertain_at(fit.scores, fit.standard_errors, self.spec.top_n, CERTAIN_Z)
+        uncertain = uncertain_at(fit.scores, fit.standard_errors, self.settles, CERTAIN_Z)
         if len(uncertain) < 2:
             self.stopped = "certified"
             return []
         room = min(self.per_round, self.budget - self.calls)
-        if self.rounds_made >= self.spec.rounds or room <= 0:
+        if room <= 0:
             self.stopped = "budget"
             return []
         times = max(1, room // windows_per_round(len(uncertain), self.spec.window))  # up to a round's calls
-        step = windows_over(uncertain, self.n, self.spec.window, self.spec.seed * 1000 + self.steps, times)
+        step = windows_over(uncertain, self.n, self.spec.window, self.spec.seed * 1000 + self.steps, times, self.shown)
         fresh = [w for w in dict.fromkeys(step) if w not in self.asked][:room]  # asked again = the same cached answer
         if not fresh:  # every window of the uncertain candidates these calls could ask has been asked
             self.stopped = "budget"
-            return []
-        self.rounds_made += 1
-        return self._hand_out(fresh)
+        return fresh
 
     def _hand_out(self, windows: list[Window]) -> list[Window]:
         self.asked.update(windows)
+        self._latest = windows
         self._failed_before = self.failed
         self.steps += 1
         self.calls += len(windows)
@@ -175,7 +236,15 @@ class WindowRanking:
             self.failed += 1
             return
         self.observations.extend((call, c, values[c]) for c in window)
+        self.positions.extend(range(len(window)))
         self._fit = None
+
+    def settled(self, top_n: int) -> bool:
+        """Whether the fit so far has no doubt about who is in the top ``top_n`` (every candidate on one scale, and
+        fewer than two within ``CERTAIN_Z`` standard errors of its boundary)."""
+        fit = self.fit()
+        measured = math.isfinite(fit.residual_sd)
+        return measured and certain(fit) and len(uncertain_at(fit.scores, fit.standard_errors, top_n, CERTAIN_Z)) < 2
 
     def cut(self) -> None:
         """The caller's deadline came: no further step (the windows it cut are not recorded)."""
@@ -183,9 +252,8 @@ class WindowRanking:
 
     def fit(self) -> WindowFit:
         if self._fit is None:
-            from pcfjudge.judging.window_fit import fit_windows  # numpy: loaded by the first windowed judgment
-
-            self._fit = fit_windows(self.n, self.observations, start=self._last.scores if self._last else None)
+            start = self._last.scores if self._last else None
+            self._fit = fit_windows(self.n, self.observations, positions=self.positions, start=start)
             self._last = self._fit
         return self._fit
 
@@ -201,5 +269,6 @@ def ranking_of(scores: Sequence[float]) -> list[int]:
 
 
 def certain(fit: WindowFit) -> bool:
-    """Every candidate judged and on one scale."""
-    return fit.components == 1 and all(math.isfinite(e) for e in fit.standard_errors)
+    """Every candidate judged and on one scale (its standard errors may still be unknown: infinite while the fit
+    has no degrees of freedom left to measure the scatter)."""
+    return fit.components == 1 and all(fit.appearances)

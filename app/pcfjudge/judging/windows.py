@@ -33,15 +33,18 @@ def window_sizes(n: int, window: int) -> list[int]:
     return [base + 1 if i < extra else base for i in range(count)]
 
 
-def plan_windows(n: int, window: int, rounds: int, seed: int = 0) -> list[list[Window]]:
-    """``rounds`` rounds of windows over ``n`` candidates (see the module docstring); round r is ``[r]``."""
+def plan_windows(
+    n: int, window: int, rounds: int, seed: int = 0, shown: list[list[int]] | None = None
+) -> list[list[Window]]:
+    """``rounds`` rounds of windows over ``n`` candidates (see the module docstring); round r is ``[r]``.
+    ``shown``: each candidate's counts of display positions so far (first, between, last), updated here."""
     if n < 2:
         raise ValueError("windows need at least 2 candidates")
     if rounds < 1:
         raise ValueError("at least one round")
     rng = random.Random(f"pcfjudge-windows:{n}:{window}:{seed}")
     sizes = window_sizes(n, window)
-    shown = [[0] * _BUCKETS for _ in range(n)]  # times each candidate was shown in each relative position bucket
+    shown = shown if shown is not None else position_counts(n)
     plan: list[list[Window]] = []
     for _ in range(rounds):
         order = list(range(n))
@@ -57,6 +60,11 @@ def plan_windows(n: int, window: int, rounds: int, seed: int = 0) -> list[list[W
 
 
 _BUCKETS = 3  # relative display positions: first, between, last (windows of different sizes compare this way)
+
+
+def position_counts(n: int) -> list[list[int]]:
+    """Times each candidate was shown in each relative position bucket: none yet."""
+    return [[0] * _BUCKETS for _ in range(n)]
 
 
 def _place(members: Sequence[int], shown: Mapping[int, list[int]] | list[list[int]], rng: random.Random) -> Window:
@@ -89,11 +97,18 @@ def uncertain_at(scores: Sequence[float], errors: Sequence[float], top_n: int, z
     return [c for c in range(n) if abs(scores[c] - boundary) <= z * errors[c]]
 
 
-def windows_over(candidates: Sequence[int], n: int, window: int, seed: int = 0, times: int = 1) -> list[Window]:
+def windows_over(
+    candidates: Sequence[int],
+    n: int,
+    window: int,
+    seed: int = 0,
+    times: int = 1,
+    shown: list[list[int]] | None = None,
+) -> list[Window]:
     """``times`` rounds of windows over ``candidates`` alone (of ``n``), each a fresh seeded shuffle, display
-    positions balanced across them as in ``plan_windows``."""
+    positions balanced across them (and the earlier windows counted in ``shown``) as in ``plan_windows``."""
     rng = random.Random(f"pcfjudge-boundary:{n}:{seed}:{len(candidates)}")
-    shown = {c: [0] * _BUCKETS for c in candidates}
+    shown = shown if shown is not None else position_counts(n)
     windows: list[Window] = []
     for _ in range(times):
         order = list(candidates)
@@ -103,3 +118,15 @@ def windows_over(candidates: Sequence[int], n: int, window: int, seed: int = 0, 
             windows.append(_place(order[start : start + size], shown, rng))
             start += size
     return windows
+
+
+def windows_linking(
+    candidates: Sequence[int], groups: Sequence[int], n: int, window: int, seed: int, shown: list[list[int]]
+) -> list[Window]:
+    """Windows over ``candidates`` that link their ``groups`` (the fit's connected groups) as widely as one pass can:
+    the candidates in group order, dealt in turn into the windows, so a group's members land in different windows
+    and each window holds members of several groups; display positions balanced as in ``plan_windows``."""
+    rng = random.Random(f"pcfjudge-linking:{n}:{seed}:{len(candidates)}")
+    order = sorted(candidates, key=lambda c: (groups[c], rng.random()))
+    count = len(window_sizes(len(order), window))
+    return [_place(order[i::count], shown, rng) for i in range(count)]

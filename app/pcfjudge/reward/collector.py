@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from pcfjudge.errors import Refusal
+from pcfjudge.errors import ShuttingDown
 from pcfjudge.reward.scoring import GroupVerdict
 from pcfjudge.telemetry import metrics
 
@@ -121,8 +121,8 @@ def fail(done: asyncio.Future[GroupVerdict], exc: BaseException) -> None:
         done.exception()
 
 
-def shutting_down() -> Refusal:
-    return Refusal("shutting_down", "the service is shutting down; retry (another replica)", retry_after=1)
+def shutting_down() -> ShuttingDown:
+    return ShuttingDown("the service is shutting down; retry (another replica)", retry_after=1)
 
 
 async def settle(done: asyncio.Future[GroupVerdict], verdict: Awaitable[GroupVerdict]) -> None:

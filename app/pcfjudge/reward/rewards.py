@@ -13,11 +13,13 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Protocol
 
+from pcfjudge.cache.redis_client import connect
 from pcfjudge.engine.judge import Judge
 from pcfjudge.engine.progress import PLAIN, Watch
 from pcfjudge.reward.collector import JudgeFn, LocalCollector
+from pcfjudge.reward.rendezvous import RedisRendezvous
 from pcfjudge.reward.scoring import GroupSpec, GroupVerdict, Recorder, judge_group
-from pcfjudge.settings import Settings
+from pcfjudge.settings import CacheSettings
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,28 +47,26 @@ RENDEZVOUS_TIMEOUT_S = 1.0
 class Rewards:
     """Judges reward groups through ``judge`` (the service's one judging path), collecting incomplete ones."""
 
-    def __init__(self, settings: Settings, judge: Judge, local: LocalCollector, shared: Collector | None) -> None:
-        self.settings, self.judge, self.local, self.shared = settings, judge, local, shared
+    def __init__(self, judge: Judge, local: LocalCollector, shared: Collector | None) -> None:
+        self.judge, self.local, self.shared = judge, local, shared
 
     @classmethod
-    def build(cls, settings: Settings, judge: Judge) -> Rewards:
+    def build(cls, cache: CacheSettings, judge: Judge) -> Rewards:
         local = LocalCollector()
-        if not settings.redis_url:
-            return cls(settings, judge, local, None)
-        from pcfjudge.cache.redis_client import connect
-        from pcfjudge.reward.rendezvous import RedisRendezvous
+        if not cache.redis_url:
+            return cls(judge, local, None)
 
         # A group's members wait seconds for each other, so a Redis stall of a few hundred ms must not split the
         # group (as it would with the cache's 0.25 s timeouts, which only cost a miss); Redis down still falls back
         # to grouping in process, after at most these timeouts.
-        read_s = max(RENDEZVOUS_TIMEOUT_S, settings.redis_timeout_s)
-        connect_s = max(RENDEZVOUS_TIMEOUT_S, settings.redis_connect_timeout_s)
+        read_s = max(RENDEZVOUS_TIMEOUT_S, cache.redis_timeout_s)
+        connect_s = max(RENDEZVOUS_TIMEOUT_S, cache.redis_connect_timeout_s)
         client = connect(
-            settings.redis_url,
+            cache.redis_url,
             timeout_s=read_s,
             connect_timeout_s=connect_s,
-            max_connections=settings.redis_max_connections,
-            pool_timeout_s=settings.redis_pool_timeout_s,
+            max_connections=cache.redis_max_connections,
+            pool_timeout_s=cache.redis_pool_timeout_s,
         )
         shared = RedisRendezvous(
             client,
@@ -74,7 +74,7 @@ class Rewards:
             judge_timeout_s=judge.timeout_s,
             op_timeout_s=read_s + connect_s,
         )
-        return cls(settings, judge, local, shared)
+        return cls(judge, local, shared)
 
     async def judge_groups(
         self,

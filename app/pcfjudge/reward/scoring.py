@@ -38,8 +38,9 @@ from pcfjudge.engine.progress import PLAIN, Watch
 from pcfjudge.errors import Refusal
 from pcfjudge.judging import permutations as perms
 from pcfjudge.judging.prompts import listwise_version
+from pcfjudge.judging.waves import Budget
 from pcfjudge.judging.window_rounds import WindowOptions
-from pcfjudge.settings import Settings
+from pcfjudge.settings import RequestLimits
 
 RewardMode = Literal["consensus", "borda", "win"]
 Scoring = Literal["group", "pointwise"]
@@ -60,18 +61,18 @@ class GroupSpec:
     model: str  # resolved provider:model
     k: int | None  # None: the service's default for the group's size (``group_k``)
     tenant: str = ""  # the calling key's name: different keys' samples are never judged together
+    max_calls: int | None = None  # past one window: the group's call budget (None: its rounds')
 
     def key(self, label: str) -> str:
-        parts = [label, self.prompt, self.reference, self.model, self.k, self.tenant]
+        parts = [label, self.prompt, self.reference, self.model, self.k, self.tenant, self.max_calls]
         return hashlib.sha256(json.dumps(parts, ensure_ascii=False).encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
 @dataclass(frozen=True, slots=True)
 class Failure:
-    """Why a member has no reward: the error kind the judgment failed with, and its status when it failed (a
-    ``JudgingFailed``'s 502/503/504; None when it was refused: the HTTP edge's table gives the status)."""
+    """Why a member has no reward: the error kind the judgment failed with or was refused with (the HTTP edge's table
+    gives its status)."""
 
-    status: int | None
     kind: str
     detail: str
     retry_after: float | None = None
@@ -150,7 +151,7 @@ class GroupVerdict:
         outcomes = {}
         for key, value in data["outcomes"].items():
             failure = value.pop("failure")
-            outcomes[key] = MemberOutcome(**value, failure=Failure(**failure) if failure else None)
+            outcomes[key] = MemberOutcome(**value, failure=_failure(failure) if failure else None)
         return cls(data["model"], outcomes, GroupUsage(**data["usage"]))
 
 
@@ -167,36 +168,38 @@ async def judge_group(
     return GroupVerdict(spec.model, outcomes, usage)
 
 
-def group_k(settings: Settings, k: int | None, distinct: int) -> int:
+def group_k(limits: RequestLimits, k: int | None, distinct: int) -> int:
     """A group's K: the request's, else PCFJ_DEFAULT_K in one window and PCFJ_WINDOW_ROUNDS (rounds) past it."""
     if k is not None:
         return k
-    return settings.default_k if distinct <= settings.max_candidates else settings.window_rounds
+    return limits.default_k if distinct <= limits.max_candidates else limits.window_rounds
 
 
 async def _judge_unique(
     judge: Judge, spec: GroupSpec, texts: list[str], counts: Counter[str], record: Recorder | None, watch: Watch
 ) -> tuple[dict[str, MemberOutcome], GroupUsage]:
     n = len(texts)
-    k = group_k(judge.settings, spec.k, n)
-    style = judge.style(None, "reward")  # rewards are numbers: no rationales unless PCFJ_RATIONALES says
+    k = group_k(judge.settings.limits, spec.k, n)
+    style = judge.style(None, by_default=False)  # rewards are numbers: no rationales unless PCFJ_RATIONALES says
     base = MemberOutcome(
         group_size=sum(counts[t] for t in texts),
         candidates=n,
         scoring="group" if n > 1 else "pointwise",
-        k=min(k, perms.max_k(n)) if n <= judge.settings.max_candidates else k,
+        k=min(k, perms.max_k(n)) if n <= judge.settings.limits.max_candidates else k,
         prompt_version=listwise_version(spec.reference, style),
     )
     ids = [str(i) for i in range(n)]
-    windows = WindowOptions() if n > judge.settings.max_candidates else None  # rewards: the whole order matters
+    windows = WindowOptions() if n > judge.settings.limits.max_candidates else None  # rewards: the whole order matters
+    budget = Budget(spec.max_calls) if windows is not None and spec.max_calls is not None else None
     task = ListwiseTask(
-        spec.prompt, ids, texts, k=k, model=spec.model, reference=spec.reference, style=style, windows=windows
-    )
+        spec.prompt, ids, texts, k=k, model=spec.model, reference=spec.reference, style=style, windows=windows,
+        budget=budget,
+    )  # fmt: skip
     try:
         judgment = judge.listwise(task, watch)
         result = await (judgment if record is None else record(judgment))
     except (JudgingFailed, Refusal) as exc:
-        failure = Failure(exc.status if isinstance(exc, JudgingFailed) else None, exc.kind, exc.detail, exc.retry_after)
+        failure = Failure(exc.kind, exc.detail, exc.retry_after)
         return {digest(t): replace(base, failure=failure) for t in texts}, GroupUsage()
     usage = GroupUsage(
         result.backend_calls,
@@ -224,3 +227,8 @@ def _scored(base: MemberOutcome, result: ListwiseResult, cid: str) -> MemberOutc
         order_sensitive=result.order_sensitive,
         stopped="deadline" if result.stopped == "deadline" else None,
     )
+
+
+def _failure(stored: dict[str, Any]) -> Failure:
+    """A member's failure as another replica stored it (one of an older version also kept its ``status``)."""
+    return Failure(stored["kind"], stored["detail"], stored.get("retry_after"))

@@ -97,8 +97,8 @@ STREAM = (
     "ordinary response (errors as error events)."
 )
 MODEL_OR_JURY = (
-    "provider:model (e.g. sim:default or openai:gpt-5.4); or a jury: a PCFJ_JURIES name or a list of models "
-    "(docs/juries.md)."
+    "provider:model (e.g. sim:default or openai:gpt-5.4); a fleet of PCFJ_MODELS_FILE (fleet:<model_name>, or its bare "
+    "model_name as LiteLLM's clients send it); or a jury: a PCFJ_JURIES name or a list of models (docs/juries.md)."
 )
 
 

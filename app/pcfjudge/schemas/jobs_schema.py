@@ -5,17 +5,15 @@ answer (its body, and ``http_status`` its status)."""
 
 from __future__ import annotations
 
-from typing import Any, Literal, get_args
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
 from pcfjudge.schemas.common import Strict
 
-JobEndpoint = Literal[
-    "/judge/listwise", "/judge/pairwise", "/v1/reward", "/v1/rerank", "/v2/rerank", "/v1/chat/completions"
-]
-JOB_ENDPOINTS: tuple[str, ...] = get_args(JobEndpoint)
-"""The routes a job may run: every JSON judging route that also takes ``Prefer: respond-async``."""
+JobEndpoint = Annotated[str, Field(min_length=1, max_length=64)]
+"""A route a job may run: the server checks it against its door list (``doors.door_list.JOB_ROUTES``, an unknown one
+is a 422 naming them) and its OpenAPI document lists them as this field's ``enum``."""
 
 JobStatus = Literal["queued", "running", "succeeded", "failed", "cancelled"]
 FINISHED: frozenset[str] = frozenset({"succeeded", "failed", "cancelled"})
@@ -24,7 +22,7 @@ EXAMPLE_ID = "job_4f1c2a9e0b7d4c61a3e5f8092b6d7c1e"
 
 
 class JobRequest(Strict):
-    endpoint: JobEndpoint = Field(description="The route that judges the request.", examples=["/judge/listwise"])
+    endpoint: JobEndpoint = Field(description="The route that judges the request.")
     request: dict[str, Any] = Field(
         description="The body that route takes, exactly as it would be sent to it (checked now: a bad one is that "
         "route's own 4xx, and no job is made). Not streamed: `stream` is refused.",
@@ -80,7 +78,7 @@ class Job(BaseModel):
         "back to queued and another one resumes it.",
         examples=["succeeded"],
     )
-    endpoint: JobEndpoint = Field(description="The route that judges it.", examples=["/judge/listwise"])
+    endpoint: JobEndpoint = Field(description="The route that judges it.")
     created_at: str = Field(description="Submitted (RFC 3339, UTC).", examples=["2026-03-01T12:00:00.000Z"])
     started_at: str | None = Field(description="First started running.", examples=["2026-03-01T12:00:00.020Z"])
     finished_at: str | None = Field(

@@ -23,7 +23,7 @@ from fnmatch import fnmatchcase
 from functools import cache
 
 from pcfjudge import context
-from pcfjudge.errors import Refusal
+from pcfjudge.errors import ModelNotAllowed, OverLimit, QuotaExceeded
 from pcfjudge.judging.pairwise_prompts import render_keyed
 from pcfjudge.judging.prompts import render_listwise
 from pcfjudge.security.limiter import Limiter, MemoryLimiter
@@ -64,8 +64,7 @@ class Guard:
                 self._allowed.add(model)
             return
         allowed = ", ".join(self.allowlist)
-        raise Refusal(
-            "model_not_allowed",
+        raise ModelNotAllowed(
             f"model: {model!r} is not allowed on this server; use one of: {allowed} (PCFJ_ALLOWED_MODELS)",
             field="model",
         )
@@ -82,24 +81,21 @@ class Guard:
         s = self.settings
         if calls > s.max_calls_per_request:
             fix = "lower k or executions" if window is None else "send fewer candidates or lower k (rounds of windows)"
-            raise Refusal(
-                "over_limit",
+            raise OverLimit(
                 f"{field}: this request needs {calls} backend calls; the limit is {s.max_calls_per_request} per request "
                 f"(PCFJ_MAX_CALLS_PER_REQUEST); {fix}",
                 field=field,
             )
         tokens = estimate_input_tokens(texts, calls, window)
         if tokens > s.max_input_tokens_per_request:
-            raise Refusal(
-                "over_limit",
+            raise OverLimit(
                 f"this request needs about {tokens} input tokens; the limit is {s.max_input_tokens_per_request} per "
                 "request (PCFJ_MAX_INPUT_TOKENS_PER_REQUEST); send shorter texts, fewer candidates or a lower k",
                 field="candidates",
             )
         cap = s.max_cost_usd_per_request
         if cap is not None and price_usd is not None and price_usd > cap:
-            raise Refusal(
-                "over_limit",
+            raise OverLimit(
                 f"{field}: this request may cost up to ${price_usd:.4f} at PCFJ_PRICES; the limit is ${cap:g} per "
                 "request (PCFJ_MAX_COST_USD_PER_REQUEST); lower k, send fewer candidates or shorter texts",
                 field=field,
@@ -114,13 +110,11 @@ class Guard:
         decision = await self.limiter.take(bucket, calls, per_min)
         if not decision.allowed:
             if math.isinf(decision.retry_after):
-                raise Refusal(
-                    "quota_exceeded",
+                raise QuotaExceeded(
                     f"this request needs {calls} backend calls; the quota is {per_min:g} per minute "
                     "(PCFJ_QUOTA_CALLS_PER_MIN), so it can never run; lower k or executions",
                 )
-            raise Refusal(
-                "quota_exceeded",
+            raise QuotaExceeded(
                 f"backend call quota ({per_min:g} per minute) used up; retry after {decision.retry_after:.1f}s",
                 retry_after=decision.retry_after,
             )

@@ -14,10 +14,9 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
-if TYPE_CHECKING:
-    from pcfjudge.cache.redis_cache import RedisCache
+from pcfjudge.cache.redis_cache import RedisCache, RedisUnavailable
 
 # KEYS = bucket; ARGV = rate per second, capacity, cost, force (1/0). Returns {1, 0} when taken, {0, seconds to
 # wait} when not.
@@ -91,7 +90,6 @@ class RedisLimiter:
     async def take(self, bucket: str, cost: float, per_min: float, *, force: bool = False) -> Decision:
         if cost > per_min and not force:
             return Decision(False, math.inf)
-        from pcfjudge.cache.redis_cache import RedisUnavailable  # imported with PCFJ_REDIS_URL only
 
         key = f"pcfj:quota:{bucket}"
         flag = 1 if force else 0

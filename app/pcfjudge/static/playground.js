@@ -107,7 +107,7 @@ function addCandidate(id = freshId(), text = "") {
 
 function updateCandidates() {
   const rows = candidateRows();
-  $("candidate-count").textContent = `${rows.length} (the service takes 2–1,000 by default; past 16, in rounds of windows)`;
+  $("candidate-count").textContent = `${rows.length} (the service takes 2–10,000 by default; past 16, in rounds of windows)`;
   rows.forEach((li) => { li.querySelector(".remove").hidden = rows.length <= 1; });
   const pairwise = $("pairwise");
   pairwise.disabled = rows.length !== 2;

@@ -4,10 +4,9 @@ Models are named by their ``provider:model`` string."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from pcfjudge.types import Usage
+from pcfjudge.types import Usage
 
 
 class Observer(Protocol):

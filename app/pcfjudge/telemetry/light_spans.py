@@ -21,24 +21,20 @@ from collections.abc import Callable, Mapping, Sequence
 from contextvars import ContextVar
 from random import getrandbits
 from time import time_ns
-from typing import TYPE_CHECKING
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
-from opentelemetry.sdk.trace import SpanProcessor
+from opentelemetry.context import Context
+from opentelemetry.sdk.trace import SpanProcessor, Tracer
 from opentelemetry.sdk.trace.id_generator import RandomIdGenerator
 from opentelemetry.sdk.trace.sampling import ALWAYS_ON, DEFAULT_ON, Decision
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import NonRecordingSpan, SpanContext, SpanKind, Status, StatusCode, TraceFlags
 from opentelemetry.trace.span import DEFAULT_TRACE_STATE, TraceState
+from opentelemetry.util.types import AnyValue, Attributes
 
 from pcfjudge._version import __version__
 from pcfjudge.telemetry.tracing import SCOPE as NAME
-
-if TYPE_CHECKING:
-    from opentelemetry.context import Context
-    from opentelemetry.sdk.trace import Tracer
-    from opentelemetry.util.types import AnyValue, Attributes
 
 SCOPE = InstrumentationScope(NAME, __version__)
 _UNSET = Status(StatusCode.UNSET)

@@ -35,15 +35,14 @@ import zlib
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import aiohttp
 from aiohttp.helpers import get_env_proxy_for_url
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
 from yarl import URL
 
-if TYPE_CHECKING:
-    from pcfjudge.telemetry.otlp import Encoded, SpanExporter
+from pcfjudge.telemetry.otlp import Encoded, SpanExporter
 
 log = logging.getLogger("pcfjudge")
 RETRYABLE = frozenset({429, 502, 503, 504})

@@ -1,8 +1,9 @@
 """Prometheus metrics: service health, backend calls, cache, and the judge's own order bias.
 
 Defined once at module level with bounded labels: route templates (never raw paths), provider, a model label taken
-from configuration (any other model is "other"), outcome. Every judgment's metrics also carry its ``door`` (listwise,
-pairwise, rerank, reward, chat: ``DOORS``) and ``mode`` (now, stream, job: ``MODES``), named together in a ``Door``. Under ``pcfjudge serve --workers N`` the CLI prepares
+from configuration (any other model is "other"), outcome. Every judgment's metrics also carry its ``door`` (a door's
+name, as ``pcfjudge.doors.door_list`` declares it: listwise, pairwise, rerank, reward, chat) and ``mode`` (now,
+stream, job: ``MODES``), named together in a ``Door``. Under ``pcfjudge serve --workers N`` the CLI prepares
 ``PROMETHEUS_MULTIPROC_DIR`` before any worker starts; ``render()`` then aggregates every worker's files, and each
 worker's start removes the files of workers that have died.
 """
@@ -14,7 +15,7 @@ import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -31,9 +32,7 @@ from prometheus_client.openmetrics import exposition as openmetrics
 
 from pcfjudge._version import __version__
 from pcfjudge.telemetry import tracing
-
-if TYPE_CHECKING:
-    from pcfjudge.types import Usage
+from pcfjudge.types import Usage
 
 disable_created_metrics()  # type: ignore[no-untyped-call]  # no *_created series: less noise for dashboards
 CONTENT_TYPE = CONTENT_TYPE_LATEST
@@ -41,17 +40,17 @@ LLM_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300)
 SHARE_BUCKETS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
 MARGIN_BUCKETS = (0.5, 1, 2, 5, 10, 20, 40, 100)
 
-DoorName = Literal["listwise", "pairwise", "rerank", "reward", "chat"]
+DoorName = str
+"""A door's name as its declaration gives it (``http.door_spec.DoorSpec.name``): bounded by the door list."""
 Mode = Literal["now", "stream", "job"]
-DOORS: tuple[DoorName, ...] = ("listwise", "pairwise", "rerank", "reward", "chat")
 MODES: tuple[Mode, ...] = ("now", "stream", "job")
 
 
 @dataclass(frozen=True, slots=True)
 class Door:
     """Where a judgment came in, as its metrics label it: the route template (``endpoint``), the door (``name``:
-    listwise, pairwise, rerank or reward, whatever the route's wire shape) and how it is answered (``mode``: ``now``,
-    ``stream`` for server-sent events, ``job`` for a job's own request run through the app)."""
+    listwise, pairwise, rerank, reward or chat, whatever the route's wire shape) and how it is answered (``mode``:
+    ``now``, ``stream`` for server-sent events, ``job`` for a job's judgment, run in process)."""
 
     endpoint: str
     name: DoorName

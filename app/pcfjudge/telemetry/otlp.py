@@ -18,17 +18,15 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from struct import Struct
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import Event, ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExportResult
+from opentelemetry.sdk.util.instrumentation import InstrumentationScope
+from opentelemetry.trace import Link, SpanContext, SpanKind, Status
 from opentelemetry.trace.span import DEFAULT_TRACE_STATE
-
-if TYPE_CHECKING:
-    from opentelemetry.sdk.resources import Resource
-    from opentelemetry.sdk.trace import Event, ReadableSpan
-    from opentelemetry.sdk.util.instrumentation import InstrumentationScope
-    from opentelemetry.trace import Link, SpanContext, SpanKind, Status
 
 log = logging.getLogger("pcfjudge")
 Encoded = tuple["Resource", "InstrumentationScope | None", bytes]

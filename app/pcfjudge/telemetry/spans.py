@@ -11,26 +11,22 @@ from bisect import bisect_left
 from collections.abc import Mapping
 from contextvars import Token
 from time import monotonic
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
-from opentelemetry.trace import SpanKind, Status, StatusCode
+from opentelemetry.context import Context
+from opentelemetry.sdk.trace import Tracer
+from opentelemetry.trace import Span, SpanKind, Status, StatusCode
+from prometheus_client import Histogram
 
 from pcfjudge.telemetry import tracing
 from pcfjudge.telemetry.light_spans import LightSpan, start_span
 from pcfjudge.telemetry.metrics import LLM_BUCKETS
 from pcfjudge.telemetry.tracing import CARRIED, HEADER, UNTRACED, Attributes
+from pcfjudge.types import Usage
 
 _TRACEPARENT = CARRIED[0]  # (it must be there for a trace to continue)
-
-if TYPE_CHECKING:
-    from opentelemetry.context import Context
-    from opentelemetry.sdk.trace import Tracer
-    from opentelemetry.trace import Span
-    from prometheus_client import Histogram
-
-    from pcfjudge.types import Usage
 
 
 def _tracer() -> Tracer:

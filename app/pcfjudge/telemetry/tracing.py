@@ -36,21 +36,19 @@ import os
 import time
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 from typing import TYPE_CHECKING, Any, cast
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace  # the API only (FastAPI and the Anthropic SDK import it anyway); the SDK comes later
+from opentelemetry.context import Context
+from opentelemetry.trace import Span
+from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from pcfjudge._version import __version__
 
 if TYPE_CHECKING:
-    from contextvars import Token
-
-    from opentelemetry.context import Context
     from opentelemetry.sdk.trace import Tracer, TracerProvider
-    from opentelemetry.trace import Span
-    from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
     from pcfjudge.telemetry.loop_export import LoopSpanProcessor
 
@@ -116,13 +114,12 @@ def setup() -> bool:
     endpoint = exporting(os.environ)
     if endpoint is None:
         return False
-    from opentelemetry.sdk.resources import Resource
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import BatchSpanProcessor
-    from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+    from opentelemetry.sdk.resources import Resource  # tracing on only
+    from opentelemetry.sdk.trace import TracerProvider  # tracing on only
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor  # tracing on only
 
-    from pcfjudge.telemetry.loop_export import LoopSpanProcessor, target
-    from pcfjudge.telemetry.otlp import SpanExporter
+    from pcfjudge.telemetry.loop_export import LoopSpanProcessor, target  # tracing on only
+    from pcfjudge.telemetry.otlp import SpanExporter  # tracing on only
 
     protocol = os.environ.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL") or os.environ.get("OTEL_EXPORTER_OTLP_PROTOCOL")
     if protocol not in (None, "", "http/protobuf"):

@@ -20,7 +20,7 @@ def _cache(args: argparse.Namespace) -> int:
         candidates=args.candidates,
         concurrency=args.concurrency,
         sim_latency_ms=args.sim_latency_ms,
-        redis_url=args.redis_url or Settings().redis_url,
+        redis_url=args.redis_url or Settings().cache.redis_url,
         model=args.model,
     )
     print(format_report(bench, asyncio.run(run(bench))))
@@ -283,8 +283,10 @@ def _ranking(args: argparse.Namespace) -> int:
         rounds=args.rounds,
         tournaments=args.tournaments,
         drift=args.drift,
+        bias=args.bias,
         trials=args.trials,
         seed=args.seed,
+        quality=args.quality,
     )
     print(format_report(bench, run(bench)))
     return 0
@@ -299,12 +301,14 @@ def _add_ranking(kinds: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
         "Kendall, calls, input tokens and the CPU of planning and fitting, averaged over worlds, in one run.",
     )
     arg = ranking.add_argument
-    arg("--sizes", type=int, nargs="+", default=[20, 64, 100, 256, 1000], help="candidate counts (20 64 100 256 1000)")
+    arg("--sizes", type=int, nargs="+", default=[64, 100, 1000, 10_000], help="candidate counts (64 100 1000 10000)")
     arg("--window", type=int, default=16, help="candidates per call (default 16, PCFJ_MAX_CANDIDATES' default)")
     arg("--rounds", type=int, default=4, help="rounds of windows: each candidate's appearances (default 4)")
     arg("--tournaments", type=int, default=2, help="tournaments of the TourRank-style baseline (default 2)")
     arg("--drift", type=float, default=8.0, help="sd of the judge's per-call drift of absolute scores (default 8)")
-    arg("--trials", type=int, default=10, help="worlds each figure is averaged over (default 10)")
+    arg("--bias", type=float, default=5.0, help="points the judge adds to what it shows first (default 5)")
+    arg("--quality", choices=("uniform", "normal"), default="uniform", help="how the hidden truths are drawn")
+    arg("--trials", type=int, default=10, help="worlds each figure is averaged over (default 10; a fifth past 1,000)")
     arg("--seed", type=int, default=0, help="seed of the worlds and the judge (default 0)")
     ranking.set_defaults(func=_ranking)
 
@@ -515,6 +519,24 @@ def _add_chat(kinds: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     chat.set_defaults(func=_chat)
 
 
+def _imports(args: argparse.Namespace) -> int:
+    from pcfjudge_lab.bench.imports_bench import format_report, run
+
+    print(format_report(run(), args.top))
+    return 0
+
+
+def _add_imports(kinds: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    imports = kinds.add_parser(
+        "imports",
+        help="what a served process loads of the package after one judgment (modules, lines)",
+        description="Start the app on default settings in a fresh interpreter, judge once, and print how many "
+        "modules and lines of pcfjudge it loaded, the largest first.",
+    )
+    imports.add_argument("--top", type=int, default=15, help="largest modules listed (default 15)")
+    imports.set_defaults(func=_imports)
+
+
 def add_bench_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     bench = sub.add_parser("bench", help="benchmarks that print measured figures (see README)")
     kinds = bench.add_subparsers(dest="bench", metavar="BENCH", required=True)
@@ -548,3 +570,4 @@ def add_bench_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser])
     _add_tracing(kinds)
     _add_loop(kinds)
     _add_chat(kinds)
+    _add_imports(kinds)

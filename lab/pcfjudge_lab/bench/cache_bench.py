@@ -78,7 +78,7 @@ async def run(bench: CacheBench) -> list[Phase]:
         phases.append(await _phase("warm", services, requests, bench.concurrency))
     finally:
         await services.aclose()
-    if settings.redis_url:
+    if settings.cache.redis_url:
         replica = Services.build(settings)
         try:
             phases.append(await _phase("warm, other replica", replica, requests, bench.concurrency))

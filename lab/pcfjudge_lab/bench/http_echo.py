@@ -48,9 +48,9 @@ def main() -> None:
         port=args.port,
         log_level=args.log_level,
         http="pcfjudge.api.header_timeout:HeaderTimeoutProtocol",
-        timeout_keep_alive=max(1, round(settings.keep_alive_s)),
+        timeout_keep_alive=max(1, round(settings.access.keep_alive_s)),
         access_log=False,
-        log_config=log_config(settings.log_format, args.log_level),
+        log_config=log_config(settings.access.log_format, args.log_level),
     )
 
 

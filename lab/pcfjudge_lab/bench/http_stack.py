@@ -42,6 +42,17 @@ def listwise_body(tag: str, i: int, k: int, candidates: int) -> bytes:
     return json.dumps(body).encode()
 
 
+def rss_mb(pid: int, field: str = "VmRSS") -> float:
+    """Resident memory of ``pid`` and its children, MiB (``VmHWM``: each one's peak so far)."""
+    total = 0.0
+    for proc in [pid, *_children(pid)]:
+        with contextlib.suppress(OSError):
+            for line in Path(f"/proc/{proc}/status").read_text().splitlines():
+                if line.startswith(f"{field}:"):
+                    total += int(line.split()[1]) / 1024
+    return total
+
+
 def cpu_s(pid: int) -> float:
     """User + system CPU seconds of ``pid`` and its children (uvicorn's workers)."""
     tick = os.sysconf("SC_CLK_TCK")
@@ -50,17 +61,6 @@ def cpu_s(pid: int) -> float:
         with contextlib.suppress(OSError):
             fields = Path(f"/proc/{proc}/stat").read_text().rsplit(")", 1)[1].split()
             total += (int(fields[11]) + int(fields[12])) / tick
-    return total
-
-
-def rss_mb(pid: int) -> float:
-    """Resident memory of ``pid`` and its children, MiB."""
-    total = 0.0
-    for proc in [pid, *_children(pid)]:
-        with contextlib.suppress(OSError):
-            for line in Path(f"/proc/{proc}/status").read_text().splitlines():
-                if line.startswith("VmRSS:"):
-                    total += int(line.split()[1]) / 1024
     return total
 
 

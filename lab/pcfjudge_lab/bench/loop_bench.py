@@ -33,7 +33,7 @@ from typing import Any
 
 import httpx
 
-from pcfjudge_lab.bench.http_stack import CANDIDATES, Stack, cpu_s
+from pcfjudge_lab.bench.http_stack import CANDIDATES, Stack, cpu_s, rss_mb
 
 
 @dataclass(slots=True)
@@ -53,6 +53,7 @@ class Measured:
     loaded_ms: list[float] = field(default_factory=list)
     rerank_s: list[float] = field(default_factory=list)
     cpu_per_rerank_s: float = 0.0
+    rss_mb: tuple[float, float, float] = (0.0, 0.0, 0.0)  # the server's RSS before the reranks, its peak, after
     stages: dict[str, float] = field(default_factory=dict)  # share of one rerank's profiled own time
     profiled_s: float = 0.0
     load: tuple[float, float] = (0.0, 0.0)
@@ -98,7 +99,7 @@ def run(bench: LoopBench) -> Measured:
             _probe(stack.url, bench.probe_ms / 1000, never, out.alone_ms, bench.alone_probes)
             stop = threading.Event()
             prober = threading.Thread(target=_probe, args=(stack.url, bench.probe_ms / 1000, stop, out.loaded_ms))
-            cpu0 = cpu_s(stack.serve_pid)
+            cpu0, rss0 = cpu_s(stack.serve_pid), rss_mb(stack.serve_pid)
             prober.start()
             try:
                 with ThreadPoolExecutor(bench.concurrent) as pool:
@@ -108,6 +109,7 @@ def run(bench: LoopBench) -> Measured:
                 stop.set()
                 prober.join()
             out.cpu_per_rerank_s = (cpu_s(stack.serve_pid) - cpu0) / bench.concurrent
+            out.rss_mb = (rss0, rss_mb(stack.serve_pid, "VmHWM"), rss_mb(stack.serve_pid))
             out.profiled_s, out.stages = asyncio.run(_profile_one(stack, bench.documents))
             if bench.queued_jobs:
                 out.fair_wait_s, out.fair_still_queued = asyncio.run(
@@ -213,6 +215,8 @@ def format_report(bench: LoopBench, m: Measured) -> str:
         line(f"during {bench.concurrent} reranks of {bench.documents}", m.loaded_ms),
         f"  the reranks took {', '.join(f'{s:.1f}' for s in m.rerank_s)} s",
         f"  server CPU per rerank of {bench.documents} documents: {m.cpu_per_rerank_s * 1000:.0f} ms",
+        f"  server RSS: {m.rss_mb[0]:.0f} MB before the reranks, {m.rss_mb[1]:.0f} MB at its peak, "
+        f"{m.rss_mb[2]:.0f} MB after",
         f"  where one rerank's CPU goes (in process, cProfile, {m.profiled_s * 1000:.0f} ms profiled own time, idle "
         "waits left out):",
     ]

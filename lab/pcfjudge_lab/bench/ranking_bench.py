@@ -6,11 +6,15 @@ The judge here is a model of a listwise judge's scores, not the service: a candi
     truth + position bias (``bias`` points first, falling linearly to 0 last) + the call's drift + noise,
 
 rounded and clipped to 0–100; the call's drift (``drift`` points, one draw per call) is how a judge's absolute scores
-move from prompt to prompt. Ranks within a call come from its scores. Every method sees the same judge and window:
+move from prompt to prompt. Ranks within a call come from its scores. The hidden truths are drawn ``uniform`` on
+10–90 (a dense top: at 1,000 documents the 10th and the 30th best are 1.6 points apart, a quarter of one call's
+noise) or ``normal`` (50 ± 15, clipped: the top thins out as real relevance does). Every method sees the same judge
+and window:
 
   windows      ours, exactly as the service runs it (``judging.window_rounds``): the whole order (``rounds``
-               uniform rounds) or the top-10 boundary (two rounds, then boundary steps within ``rounds`` rounds'
-               calls), each call's scores made into Eq. 5 values and fitted onto one scale
+               uniform rounds) or the top 10 (one round, the tournament's stages, the boundary), at the sliding
+               window's calls (``max_calls``; at least the least the design needs) and at the tournament's, each
+               call's scores made into Eq. 5 values and fitted onto one scale with the judge's position bias
   sliding      RankGPT's sliding window: one back-to-front pass, window w, step w/2, over a first-stage order
   tournament   TourRank-style: groups of w, the better half of each group goes on, ``tournaments`` tournaments on
                fresh groupings, a candidate's points are the stages it survived
@@ -31,7 +35,16 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from pcfjudge.surface import CandidateJudgment, RunJudgments, WindowRanking, WindowSpec, ranking_of, run_values
+import numpy as np
+from pcfjudge.surface import (
+    CandidateJudgment,
+    RunJudgments,
+    WindowRanking,
+    WindowSpec,
+    least_calls,
+    ranking_of,
+    run_values,
+)
 from pcfjudge.surface import consensus as cons
 
 
@@ -48,7 +61,11 @@ class RankingBench:
     overhead: int = 600  # input tokens of a prompt's instructions
     per_candidate: int = 120  # input tokens of one candidate's text
     seed: int = 0
-    trials: int = 10  # worlds (truths and first-stage orders) each figure is averaged over
+    trials: int = 10  # worlds (truths and first-stage orders) each figure is averaged over (a fifth past 1,000)
+    quality: str = "uniform"  # how the hidden truths are drawn: uniform (10–90) or normal (50 ± 15)
+
+    def trials_at(self, n: int) -> int:
+        return self.trials if n <= 1000 else max(2, self.trials // 5)
 
 
 @dataclass
@@ -95,13 +112,16 @@ class Outcome:
     metrics: dict[str, float] = field(default_factory=dict)
 
 
-def windows_method(judge: Judge, n: int, rounds: int, top_n: int = 0) -> tuple[list[int], float]:
+def windows_method(
+    judge: Judge, n: int, rounds: int, top_n: int = 0, max_calls: int | None = None
+) -> tuple[list[int], float]:
     """Ours, exactly as the service runs it (``judging.window_rounds.WindowRanking``, the stepper
     ``engine.window_runs`` drives): each call's scores made into the run's Eq. 5 values (ranks from the scores),
     fitted onto one scale; the whole order over ``rounds`` rounds, or with ``top_n`` two rounds and then the
     ``top_n`` boundary within ``rounds`` rounds' calls. The order and the CPU of everything but the judge's calls
     (planning, Eq. 5 per run, fitting; ms)."""
-    ranking = WindowRanking(n, WindowSpec(judge.bench.window, rounds, top_n, seed=judge.bench.seed))
+    spec = WindowSpec(judge.bench.window, rounds, top_n, max_calls, seed=judge.bench.seed)
+    ranking = WindowRanking(n, spec)
     weights = cons.PRESETS["proposed"]
     cpu = 0.0
     started = time.process_time()
@@ -173,13 +193,7 @@ def metrics(order: list[int], truth: list[float]) -> dict[str, float]:
     position = {c: i for i, c in enumerate(order)}
     true_position = {c: i for i, c in enumerate(best)}
     d2 = sum((position[c] - true_position[c]) ** 2 for c in range(n))
-    concordant = sum(
-        1 if (position[a] < position[b]) == (truth[a] > truth[b]) else -1
-        for a in range(n)
-        for b in range(a + 1, n)
-        if truth[a] != truth[b]
-    )
-    pairs = sum(1 for a in range(n) for b in range(a + 1, n) if truth[a] != truth[b])
+    concordant, pairs = _kendall_sums(np.array([position[c] for c in range(n)]), np.asarray(truth, dtype=float))
     return {
         "recall@10": len(top & set(order[:10])) / min(10, n),
         "ndcg@10": sum(g / math.log2(i + 2) for i, g in enumerate(gains)) / ideal,
@@ -189,34 +203,56 @@ def metrics(order: list[int], truth: list[float]) -> dict[str, float]:
     }
 
 
+def _kendall_sums(position: np.ndarray, truth: np.ndarray) -> tuple[int, int]:
+    """Concordant minus discordant pairs, and the pairs with different truths (rows in blocks: 10,000 is 50 M)."""
+    concordant = pairs = 0
+    for start in range(0, len(truth), 500):
+        rows = slice(start, min(start + 500, len(truth)))
+        upper = np.arange(len(truth))[None, :] > np.arange(rows.start, rows.stop)[:, None]
+        differ = upper & (truth[rows, None] != truth[None, :])
+        agree = (position[rows, None] < position[None, :]) == (truth[rows, None] > truth[None, :])
+        concordant += int(np.sum(differ & agree)) - int(np.sum(differ & ~agree))
+        pairs += int(np.sum(differ))
+    return concordant, pairs
+
+
 def _one(bench: RankingBench, n: int, trial: int) -> list[Outcome]:
     """Every method on one world (truth and first-stage order) of ``n`` candidates."""
     world = random.Random(f"ranking-bench:{bench.seed}:{n}:{trial}")
-    truth = [world.uniform(10, 90) for _ in range(n)]
+    if bench.quality == "normal":
+        truth = [min(100.0, max(0.0, world.gauss(50, 15))) for _ in range(n)]
+    else:
+        truth = [world.uniform(10, 90) for _ in range(n)]
     first_stage = sorted(range(n), key=lambda c: -(truth[c] + world.gauss(0, bench.retriever_sd)))
-    cpu_ms: dict[int, float] = {}
+    spent: list[float] = []  # the latest of ours' CPU (the service's only: the simulated judge's calls are not)
+    calls: dict[str, int] = {}
+    sliding, tournament = "sliding window (RankGPT)", f"tournament ({bench.tournaments}×)"
 
-    def ours(top_n: int) -> Callable[[Judge], list[int]]:
+    def ours(top_n: int, like: str | None = None) -> Callable[[Judge], list[int]]:
         def judge(j: Judge) -> list[int]:
-            order, ms = windows_method(j, n, bench.rounds, top_n)
-            cpu_ms[top_n] = ms  # the service's CPU only (the simulated judge's calls are not)
+            budget = None if like is None else max(calls[like], least_calls(n, bench.window, top_n))
+            order, ms = windows_method(j, n, bench.rounds, top_n, budget)
+            spent.append(ms)
             return order
 
         return judge
 
     methods: list[tuple[str, Callable[[Judge], list[int]]]] = [
-        (f"windows, whole order ({bench.rounds} rounds)", ours(0)),
-        (f"windows, top-10 boundary (≤ {bench.rounds} rounds' calls)", ours(10)),
-        ("sliding window (RankGPT)", lambda j: sliding_method(j, first_stage)),
-        (f"tournament ({bench.tournaments}×)", lambda j: tournament_method(j, n, random.Random(trial))),
+        (sliding, lambda j: sliding_method(j, first_stage)),
+        (tournament, lambda j: tournament_method(j, n, random.Random(trial))),
         ("pointwise", lambda j: pointwise_method(j, n)),
+        ("windows, top 10, at the sliding window's calls", ours(10, sliding)),
+        ("windows, top 10, at the tournament's calls", ours(10, tournament)),
+        (f"windows, whole order ({bench.rounds} rounds)", ours(0)),
     ]
     out = []
     for method, work in methods:
         judge = Judge(truth, bench, random.Random(f"judge:{bench.seed}:{n}:{trial}:{method}"))
         order = work(judge)
-        out.append(Outcome(method, n, order, judge.calls, judge.tokens(), metrics=metrics(order, truth)))
-    out[0].cpu_ms, out[1].cpu_ms = cpu_ms[0], cpu_ms[10]
+        calls[method] = judge.calls
+        outcome = Outcome(method, n, order, judge.calls, judge.tokens(), metrics=metrics(order, truth))
+        outcome.cpu_ms = spent.pop() if spent else None
+        out.append(outcome)
     return out
 
 
@@ -224,7 +260,7 @@ def run(bench: RankingBench) -> list[Outcome]:
     """Every method at every size, metrics and counts averaged over ``bench.trials`` worlds."""
     averaged: list[Outcome] = []
     for n in bench.sizes:
-        trials = [_one(bench, n, t) for t in range(bench.trials)]
+        trials = [_one(bench, n, t) for t in range(bench.trials_at(n))]
         for i, first in enumerate(trials[0]):
             runs = [t[i] for t in trials]
             mean = {k: sum(r.metrics[k] for r in runs) / len(runs) for k in first.metrics}
@@ -247,8 +283,9 @@ def run(bench: RankingBench) -> list[Outcome]:
 def format_report(bench: RankingBench, outcomes: list[Outcome]) -> str:
     head = (
         f"pcfjudge bench ranking: window {bench.window}, judge with position bias {bench.bias:g}, per-call drift "
-        f"sd {bench.drift:g}, noise sd {bench.noise:g}; first stage = truth + N(0, {bench.retriever_sd:g}); means over "
-        f"{bench.trials} worlds (plan+fit CPU: the median and the largest of them)"
+        f"sd {bench.drift:g}, noise sd {bench.noise:g}; {bench.quality} truths; first stage = truth + "
+        f"N(0, {bench.retriever_sd:g}); means over {bench.trials} worlds ({bench.trials_at(10_000)} past 1,000; plan+fit "
+        "CPU: the median and the largest of them)"
     )
     lines = [
         head,

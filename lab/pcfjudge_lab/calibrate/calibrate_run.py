@@ -54,7 +54,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
     except CalibrationError as exc:
         return fail(str(exc), exc.code)
     version = records[0].prompt_version
-    print(render(pinned, version, records, settings.drift_alpha, settings.drift_min_points))
+    print(render(pinned, version, records, settings.calibration.drift_alpha, settings.calibration.drift_min_points))
     drifted = [r.model for r in records if r.drift_state == "drift"]
     return DRIFT_EXIT if drifted and args.fail_on_drift else 0
 
@@ -72,7 +72,7 @@ async def _calibrate(settings: Settings, args: argparse.Namespace, pinned: Pinne
                 said = str(exc) if repr(model) in str(exc) else f"model {model!r}: {exc}"
                 raise CalibrationError(said, 2) from None
             _gate(settings, judge, model, pinned, args.yes)
-        style = judge.style(None, "listwise")
+        style = judge.style(None)
         records = []
         for model in models:
             print(f"calibrating {model} on {len(pinned.items)} items, K={pinned.k}…", file=sys.stderr)
@@ -92,14 +92,14 @@ async def _calibrate(settings: Settings, args: argparse.Namespace, pinned: Pinne
 
 def _gate(settings: Settings, judge: Judge, model: str, pinned: PinnedSlice, yes: bool) -> None:
     """Before calling a paid model: the estimate, and a confirmation unless ``--yes``."""
-    style, nonce = judge.style(None, "listwise"), new_nonce()
+    style, nonce = judge.style(None), new_nonce()
     calls = tokens = 0
     for item in pinned.items:
         runs = len(judge.plan_listwise(measure.task_for(item, model, pinned.k, style)).runs)
         prompt = render_listwise(item.question, list(item.texts), nonce, style=style)
         calls += runs
         tokens += runs * (len(prompt.system) + len(prompt.user)) // 4
-    estimate = Estimate(calls, tokens, calls * settings.max_output_tokens)
+    estimate = Estimate(calls, tokens, calls * settings.providers.max_output_tokens)
     if (stop := paid_run_gate(model, estimate, price_for(settings, model), yes=yes)) is not None:
         raise CalibrationError(stop, 2)
 
@@ -114,7 +114,9 @@ async def _store(
             await store.save(record.as_dict(), baseline=True)
             return record
         baseline = Reliability.from_dict(found)
-        now = compared(baseline, record, alpha=settings.drift_alpha, min_points=settings.drift_min_points)
+        now = compared(
+            baseline, record, alpha=settings.calibration.drift_alpha, min_points=settings.calibration.drift_min_points
+        )
         await store.save(now.as_dict(), baseline=False)
         return now
     except StoreError as exc:

@@ -62,7 +62,7 @@ async def collect(
 
             judge = await fill_from_batches(services, args, collector, items, log)  # answers from the batches only
         else:
-            estimate = collector.estimate(items, planner, log, settings.max_output_tokens)
+            estimate = collector.estimate(items, planner, log, settings.providers.max_output_tokens)
             if (gate := paid_run_gate(args.model, estimate, price, yes=args.yes)) is not None:
                 raise EvalError(gate)
         progress = Progress(collector.missing(items, planner, log), desc, price)

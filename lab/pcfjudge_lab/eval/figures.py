@@ -1,4 +1,5 @@
-"""PNG figures for the reports (matplotlib's object API, Agg; no pyplot global state)."""
+"""PNG figures for the reports (matplotlib's object API, Agg; no pyplot global state). Legends sit at a fixed corner:
+matplotlib's loc="best" times its own search and warns when a loaded machine makes it slow."""
 
 from __future__ import annotations
 
@@ -33,7 +34,7 @@ def paired_gains(path: Path, groups: Sequence[tuple[str, int, int]], title: str)
     ax.set_xticks(list(xs), [g[0] for g in groups], rotation=20, ha="right")
     ax.set_ylabel("items vs direct judge")
     ax.set_title(title, fontsize=10)
-    ax.legend()
+    ax.legend(loc="upper right")
     fig.savefig(path)
 
 
@@ -58,7 +59,7 @@ def accuracy_vs_k(
     ax.set_ylabel("top-1 accuracy (%)")
     ax.set_xticks(list(ks))
     ax.set_title(title, fontsize=10)
-    ax.legend(fontsize=8)
+    ax.legend(loc="lower right", fontsize=8)
     fig.savefig(path)
 
 
@@ -74,7 +75,7 @@ def per_source(path: Path, sources: Sequence[str], series: Sequence[tuple[str, S
     ax.set_ylabel("accuracy (%)")
     ax.set_ylim(0, 100)
     ax.set_title(title, fontsize=10)
-    ax.legend(fontsize=8)
+    ax.legend(loc="upper right", fontsize=8)
     fig.savefig(path)
 
 
@@ -97,5 +98,5 @@ def accuracy_vs_calls(
     ax.set_xlabel("judge calls per item")
     ax.set_ylabel("top-1 accuracy (%)")
     ax.set_title(title, fontsize=10)
-    ax.legend(fontsize=7)
+    ax.legend(loc="lower right", fontsize=7)
     fig.savefig(path)

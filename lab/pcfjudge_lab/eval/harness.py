@@ -171,7 +171,7 @@ def check_manifest(out_dir: Path, fields: Mapping[str, Any]) -> str | None:
 
 def price_for(settings: Settings, model: str) -> tuple[float, float] | None:
     """USD per million (input, output) tokens: the configured price, zero for the simulated judge, else None."""
-    return (0.0, 0.0) if is_simulation(model) else settings.prices.get(model)
+    return (0.0, 0.0) if is_simulation(model) else settings.prompting.prices.get(model)
 
 
 async def judge_all(items: Iterable[T], concurrency: int, one: Callable[[T], Awaitable[int]]) -> int:

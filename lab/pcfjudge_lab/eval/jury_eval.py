@@ -65,8 +65,8 @@ class Weighings:
 def jury_of(settings: Settings, model: str) -> JurySpec | None:
     """The jury ``model`` names (a PCFJ_JURIES name, or models separated by commas), None for one model; ValueError
     for a list the service would refuse (empty entries, repeated models, more than PCFJ_MAX_JURORS)."""
-    if model in settings.juries:
-        return JurySpec(model, tuple(settings.juries[model]))
+    if model in settings.jury.juries:
+        return JurySpec(model, tuple(settings.jury.juries[model]))
     if "," not in model:
         return None
     jurors = [m.strip() for m in model.split(",")]
@@ -75,8 +75,8 @@ def jury_of(settings: Settings, model: str) -> JurySpec | None:
     repeated = sorted({m for m in jurors if jurors.count(m) > 1})
     if repeated:
         raise ValueError(f"--model {model!r}: a jury's models must be distinct; repeated: {', '.join(repeated)}")
-    if len(jurors) > settings.max_jurors:
-        raise ValueError(f"a jury has at most {settings.max_jurors} jurors (PCFJ_MAX_JURORS); got {len(jurors)}")
+    if len(jurors) > settings.jury.max_jurors:
+        raise ValueError(f"a jury has at most {settings.jury.max_jurors} jurors (PCFJ_MAX_JURORS); got {len(jurors)}")
     return JurySpec(",".join(jurors), tuple(jurors))
 
 
@@ -92,7 +92,7 @@ def juror_args(args: argparse.Namespace, model: str) -> argparse.Namespace:
 
 def quorum(settings: Settings, jurors: int) -> int:
     """Jurors that must deliver on an item for the jury to answer it (PCFJ_JURY_QUORUM; a strict majority)."""
-    return jury.quorum(jurors, settings.jury_quorum)
+    return jury.quorum(jurors, settings.jury.jury_quorum)
 
 
 def any_simulated(models: Sequence[str]) -> bool:

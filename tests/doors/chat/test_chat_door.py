@@ -27,7 +27,7 @@ async def test_an_unrecognised_prompt_is_one_call_or_a_422_when_the_operator_say
     async with app_client(Settings(chat_unrecognised="refuse")) as strict:
         refused = await strict.post(URL, json=body)
     error = refused.json()["error"]  # OpenAI's error shape
-    assert refused.status_code == 422 and error["code"] == "unrecognised_prompt" and error["param"] == "messages"
+    assert refused.status_code == 400 and error["code"] == "unrecognised_prompt" and error["param"] == "messages"
     assert "<<<candidate A>>>" in error["message"]
 
 
@@ -35,10 +35,10 @@ async def test_the_guard_checks_the_chat_plan() -> None:
     messages = fp.mt_bench(QUESTION, *CLOSE)
     async with app_client(Settings(max_calls_per_request=1)) as capped:
         r = await capped.post(URL, json={"model": "sim:default", "messages": messages})
-    assert r.status_code == 422 and r.json()["error"]["code"] == "over_limit"  # two orders, one call allowed
+    assert r.status_code == 400 and r.json()["error"]["code"] == "over_limit"  # two orders, one call allowed
     async with app_client(Settings(allowed_models=["sim:oracle"])) as allowlisted:
         r = await allowlisted.post(URL, json={"model": "sim:default", "messages": messages})
-    assert r.status_code == 422 and r.json()["error"]["code"] == "model_not_allowed"
+    assert r.status_code == 400 and r.json()["error"]["code"] == "model_not_allowed"
 
 
 async def test_the_other_order_is_served_from_the_cache_and_counted_for_door_chat(client: httpx.AsyncClient) -> None:
@@ -80,7 +80,7 @@ async def test_marked_candidates_are_judged_in_k_orders_with_eq_1_to_5(client: h
     body = r.json()
     assert r.status_code == 200 and r.headers["x-pcfjudge-template"] == "markers"
     judgment = body["pcfjudge"]
-    assert len(judgment["orders"]) == Settings().chat_orders
+    assert len(judgment["orders"]) == Settings().chat.chat_orders
     assert judgment["orders"][0]["order"] == ["A", "B", "C"]  # the caller's own order first
     verdict = body["choices"][0]["message"]["content"]
     assert f"[[{judgment['verdict']}]]" in verdict
@@ -115,4 +115,4 @@ async def test_a_deadline_in_the_body_or_prefer_wait_and_a_too_short_one_refused
     for reply in (cut, waited):
         assert reply.status_code == 504, reply.text
         assert reply.json()["error"]["message"].startswith("deadline: no order finished by the deadline")
-    assert short.status_code == 422 and short.json()["error"]["param"] == "deadline_ms"
+    assert short.status_code == 400 and short.json()["error"]["param"] == "deadline_ms"

@@ -60,10 +60,30 @@ def test_arena_hard_streamed_through_the_sdk(sdk: openai.OpenAI) -> None:
 
 def test_the_sdk_sees_the_models_and_the_errors(sdk: openai.OpenAI) -> None:
     assert "sim:default" in {m.id for m in sdk.models.list()}  # GET /v1/models: what a request may name
-    with pytest.raises(openai.UnprocessableEntityError) as refused:
+    with pytest.raises(openai.BadRequestError) as refused:  # OpenAI's 400 for an invalid request, never a 422
         sdk.chat.completions.create(model="sim:default", messages=fp.mt_bench(QUESTION, *CLOSE), n=2)  # type: ignore[arg-type]
     assert "n: this endpoint answers one choice" in refused.value.message  # OpenAI's error shape
-    assert refused.value.code == "validation_error"
-    with pytest.raises(openai.UnprocessableEntityError) as bad_model:
+    assert refused.value.code == "validation_error" and refused.value.param == "n"
+    with pytest.raises(openai.BadRequestError) as bad_model:
         sdk.chat.completions.create(model="gpt-4", messages=[{"role": "user", "content": "hi"}])
-    assert "provider:model" in str(bad_model.value)
+    assert "unknown model 'gpt-4'" in bad_model.value.message and "provider:model" in bad_model.value.message
+
+
+@pytest.mark.parametrize(
+    ("fields", "named"),
+    [
+        ({"messages": [{"role": "judge", "content": "hi"}]}, "messages.0.role"),
+        ({"messages": []}, "messages"),
+        ({"messages": [{"role": "user", "content": "hi"}], "temperature": "hot"}, "temperature"),
+        ({"messages": [{"role": "user"}]}, "messages.0"),
+    ],
+)
+def test_a_malformed_request_is_the_sdks_bad_request_naming_the_field(
+    sdk: openai.OpenAI, fields: dict[str, object], named: str
+) -> None:
+    """What the openai SDK would send for a caller's mistake: OpenAI's error object, so the exception's message and
+    ``param`` name the field (not a bare "Error code: 422")."""
+    with pytest.raises(openai.BadRequestError) as refused:
+        sdk.chat.completions.create(model="sim:default", **fields)  # type: ignore[call-overload]
+    assert refused.value.message.startswith(f"Error code: 400 - {named}"), refused.value.message
+    assert refused.value.param == named and refused.value.type == "invalid_request_error"

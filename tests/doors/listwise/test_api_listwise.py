@@ -151,7 +151,7 @@ async def test_weights_preset_and_object(client: httpx.AsyncClient) -> None:
 
 
 BAD_INPUTS: list[tuple[str, Any, int, str, str]] = [
-    ("one candidate", {"question": "q", "candidates": ["only"]}, 422, "candidates", "between 2 and 1000"),
+    ("one candidate", {"question": "q", "candidates": ["only"]}, 422, "candidates", "between 2 and 10000"),
     (
         "duplicate ids",
         {"question": "q", "candidates": [{"id": "a", "text": "x"}, {"id": "a", "text": "y"}]},

@@ -59,8 +59,9 @@ async def test_forty_candidates_are_all_ranked_and_scored_on_one_scale() -> None
     assert windows["window"] == 16 and windows["windows_per_round"] == 3 and windows["rounds"] == 4
     assert windows["calls_budgeted"] == 12 and windows["stopped"] in ("certified", "budget")
     assert windows["windows_judged"] == data["diagnostics"]["runs_made"] == len(data["runs"])
-    for c in data["candidates"]:  # two uniform rounds each; the uncertain at the winner's boundary more often
-        assert c["appearances"] >= 2 and c["standard_error"] > 0
+    for c in data["candidates"]:  # one uniform round each; those still in contention more often
+        assert c["appearances"] >= 1 and c["standard_error"] > 0
+    assert max(c["appearances"] for c in data["candidates"]) >= 2
     assert sum(c["appearances"] for c in data["candidates"]) == sum(len(r["order"]) for r in data["runs"])
     for run in data["runs"]:  # each run is one window: at most 16 candidates, each mapped back to its id
         assert 2 <= len(run["order"]) <= 16 and set(run["judgments"]) == set(run["order"])
@@ -121,7 +122,7 @@ async def test_a_window_is_an_ordinary_run_a_plain_request_of_its_candidates_reu
         ({"k": 1}, "k"),
         ({"permutations": [list(range(40))]}, "permutations"),
         ({"max_cost_usd": 1.0}, "max_cost_usd"),
-        ({"max_calls": 5}, "max_calls"),
+        ({"max_calls": 3}, "max_calls"),
     ],
 )
 async def test_what_applies_to_one_window_only_is_a_422_naming_the_field(change: dict[str, Any], field: str) -> None:
@@ -168,7 +169,7 @@ async def test_an_in_process_task_with_one_round_is_refused_before_a_call() -> N
 async def test_max_calls_bounds_the_rounds() -> None:
     async with app_with_services() as (client, _):
         data = (await client.post("/judge/listwise", json={**BODY, "max_calls": 6, "include_runs": False})).json()
-    assert data["diagnostics"]["windows"]["calls_budgeted"] == 6 and data["diagnostics"]["runs_made"] == 6
+    assert data["diagnostics"]["windows"]["calls_budgeted"] == 6 and 4 <= data["diagnostics"]["runs_made"] <= 6
 
 
 async def test_a_judge_that_always_fails_is_a_502_and_no_made_up_ranking() -> None:
@@ -188,7 +189,7 @@ async def test_cancelling_the_request_cancels_every_window_in_flight() -> None:
         judging.cancel()
         with pytest.raises(asyncio.CancelledError):
             await judging
-    assert counting.cancelled == counting.calls == 6  # the two first rounds of 3 windows, all in flight
+    assert counting.cancelled == counting.calls == 3  # the first round's 3 windows, all in flight
 
 
 async def test_a_stream_of_forty_candidates_sends_an_event_per_window_and_round_then_the_result() -> None:
@@ -205,3 +206,21 @@ async def test_a_stream_of_forty_candidates_sends_an_event_per_window_and_round_
     assert rounds[-1]["windows_judged"] == windows["windows_judged"] and events[-2] == "round"
     first = events.index("round")
     assert events[:first] == ["run"] * rounds[0]["windows"]  # a round's event follows its windows' run events
+
+
+async def test_a_hundred_candidates_get_consensus_values_on_the_0_100_scale() -> None:
+    """Issue 48: /judge/listwise with 100 candidates gave consensus values of 108.6 and 113.8 (7 of 15 requests).
+    Every value is now on 0–100, the order that of the fit, and the map that put it there is reported."""
+    async with app_with_services() as (client, _):
+        for i in range(15):
+            body = {
+                "question": f"Which number is the largest? ({i})",
+                "candidates": [f"Candidate {c}: {c * 37 % 101}" for c in range(100)],
+                "include_runs": False,
+            }
+            data = (await client.post("/judge/listwise", json=body)).json()
+            values = {c["id"]: c["consensus"] for c in data["candidates"]}
+            assert all(0 <= v <= 100 for v in values.values()), sorted(values.values())[-3:]
+            assert [values[cid] for cid in data["ranking"]] == sorted(values.values(), reverse=True)
+            scale = data["diagnostics"]["windows"]["scale"]
+            assert scale["factor"] <= 1  # on_scale's map (tests/judging/test_window_fit.py works it by hand)

@@ -210,7 +210,7 @@ async def test_tei_client_reads_info_then_reranks(serve_url: str, n: int) -> Non
         assert client.health()
         assert [(r.index, r.score) for r in client.rerank(COHERE_QUERY, docs).ranks] == want
         assert [(r.index, r.score) for r in (await client.async_rerank(COHERE_QUERY, docs)).ranks] == want
-        assert (await client.async_info()).max_client_batch_size == 1000  # PCFJ_MAX_ITEMS
+        assert (await client.async_info()).max_client_batch_size == 10_000  # PCFJ_MAX_ITEMS
     finally:
         client.client.close()
         await client.async_client.aclose()

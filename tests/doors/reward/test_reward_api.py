@@ -202,3 +202,16 @@ async def test_the_readme_example_answers_what_the_readme_shows(client: httpx.As
     shown.pop("request_id")
     got.pop("request_id")
     assert got == shown
+
+
+async def test_a_windowed_group_keeps_its_max_calls_and_too_few_is_a_422() -> None:
+    """A group of 64 completions past one window: its 4 rounds are 16 calls; max_calls 8 keeps it to 2 rounds (the
+    whole order's least); 7 is a 422 saying how many it needs."""
+    responses = [f"answer {i}: {i * 7 % 64}" for i in range(64)]
+    async with app_client() as client:
+        lean = await client.post("/v1/reward", json={"samples": samples(responses), "max_calls": 8})
+        full = await client.post("/v1/reward", json={"samples": samples(responses)})  # its 2 first rounds: cached
+        few = await client.post("/v1/reward", json={"samples": samples(responses), "max_calls": 7})
+    assert full.status_code == lean.status_code == 200, lean.text
+    assert lean.json()["usage"]["backend_calls"] == 8 and full.json()["usage"]["backend_calls"] == 16 - 8
+    assert few.status_code == 422 and "at least 8 calls" in few.json()["detail"]

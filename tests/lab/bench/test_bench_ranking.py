@@ -13,23 +13,30 @@ def test_the_table_has_every_method_at_every_size(capsys: pytest.CaptureFixture[
     rows = [
         line for line in capsys.readouterr().out.splitlines() if line.startswith("| 20 ") or line.startswith("| 40 ")
     ]
-    assert len(rows) == 10 and sum("windows, whole order (4 rounds)" in r for r in rows) == 2  # 5 methods, 2 sizes
+    assert len(rows) == 12 and sum("windows, whole order (4 rounds)" in r for r in rows) == 2  # 6 methods, 2 sizes
     assert all(r.split("|")[-2].strip().endswith(" ms") for r in rows if "| windows" in r)  # the service's CPU
 
 
 def test_the_issues_targets_hold_on_the_simulated_judge() -> None:
-    """Issue 30's targets at N = 100 (top-10) and a reward group of 64, measured here on 10 worlds of the bench's
-    judge (the figures in docs/performance.md come from the full command)."""
-    outcomes = {(o.n, o.method.split(" (")[0]): o for o in run(RankingBench(sizes=(64, 100), trials=10))}
-    boundary, sliding, tournament = (
-        outcomes[(100, m)] for m in ("windows, top-10 boundary", "sliding window", "tournament")
-    )
-    assert boundary.metrics["recall@10"] >= sliding.metrics["recall@10"] + 0.10 and boundary.calls <= 3 * sliding.calls
-    assert boundary.metrics["recall@10"] >= tournament.metrics["recall@10"] and boundary.calls <= tournament.calls
+    """Issues 30 and 48 at N = 100 (top 10) and a reward group of 64, measured here on 10 worlds of the bench's
+    judge (the figures in docs/performance.md come from the full command): at the sliding window's calls and at the
+    tournament's, the top 10 is found more often than they find it; the whole order of 64 beats pointwise scoring at
+    a quarter of its calls."""
+    outcomes = {(o.n, o.method.split(" (")[0]): o for o in run(SMALL)}
+    sliding, tournament = outcomes[(100, "sliding window")], outcomes[(100, "tournament")]
+    at_sliding = outcomes[(100, "windows, top 10, at the sliding window's calls")]
+    at_tournament = outcomes[(100, "windows, top 10, at the tournament's calls")]
+    assert at_sliding.metrics["recall@10"] >= sliding.metrics["recall@10"] + 0.04
+    assert at_sliding.calls <= 1.2 * sliding.calls and at_sliding.metrics["spearman"] > sliding.metrics["spearman"]
+    assert at_tournament.metrics["recall@10"] >= tournament.metrics["recall@10"] + 0.05
+    assert at_tournament.calls <= tournament.calls
     group, pointwise = outcomes[(64, "windows, whole order")], outcomes[(64, "pointwise")]
     assert group.metrics["spearman"] >= pointwise.metrics["spearman"] + 0.03 and group.tokens <= pointwise.tokens
     assert group.metrics["spearman"] >= 0.95 and group.calls == 16  # 4 windows × 4 rounds: 4 appearances each
     assert outcomes[(100, "windows, whole order")].calls == 28  # 7 windows × 4 rounds
+
+
+SMALL = RankingBench(sizes=(64, 100), trials=10)
 
 
 def test_metrics_of_a_perfect_and_a_reversed_order() -> None:

@@ -145,7 +145,7 @@ def test_calibrate_a_model_behind_the_fake_provider(
     ("argv", "message"),
     [
         (["sim:nope"], "model 'sim:nope': unknown simulated model 'nope'"),
-        (["sim:default", "gpt-5"], "model 'gpt-5' must look like 'provider:model'"),
+        (["sim:default", "gpt-5"], "unknown model 'gpt-5'; name a model as provider:model"),
         (["openai:gpt-5.4"], "provider 'openai' is not configured on this server (set OPENAI_API_KEY)"),
         (["sim:default", "--items", "1"], "--items must be between 2 and 356"),
         (["sim:default", "--k", "0"], "--k must be at least 1"),

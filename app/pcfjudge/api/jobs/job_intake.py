@@ -2,10 +2,10 @@
 "webhook_url"}``, or an ordinary judging route with ``Prefer: respond-async`` (RFC 7240; the webhook then comes in
 ``X-Pcfjudge-Webhook``).
 
-Before anything is stored the request gets its route's own checks: its request model (the same 400/422 bodies the
-route answers), then its front door's checks that precede any work (limits, model allowlist, caps, deadline), and a
-job never streams. A request that passes is stored (queued) within the owner's limits, 429/413 naming them, and
-answered 202 with its id and ``Location``. What the route can only find out by judging (a quota spent, a failed
+Before anything is stored the request gets its route's own checks (``doors.door_list.JOB_ROUTES``): its request model
+(the same 400/422 bodies the route answers), then its front door's checks that precede any work (limits, model
+allowlist, caps, deadline: its plan), and a job never streams. A request that passes is stored (queued) within the
+owner's limits, 429/413 naming them, and answered 202 with its id and ``Location``. What the route can only find out by judging (a quota spent, a failed
 backend) ends the job ``failed`` with the route's own error body.
 """
 
@@ -13,30 +13,25 @@ from __future__ import annotations
 
 import json
 import secrets
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from email.message import Message
-from typing import Any, Protocol
+from typing import Any
 
 import orjson
 from fastapi import Request, Response
 from fastapi.exceptions import RequestValidationError
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
 from pcfjudge import context
+from pcfjudge.api.jobs import webhooks
+from pcfjudge.api.jobs.job_runner import JobRunner
 from pcfjudge.api.jobs.job_view import location, unavailable
+from pcfjudge.api.jobs.webhook_address import Policy
 from pcfjudge.api.middleware.respond_async import preference
 from pcfjudge.cache.job_record import Admission, JobRecord, StoreUnavailable, compact_json, request_bytes
 from pcfjudge.doors.anytime import answer_deadline
-from pcfjudge.doors.chat.chat_protocol import ChatRequest
-from pcfjudge.doors.listwise import listwise_plan
-from pcfjudge.doors.listwise.listwise_protocol import ListwiseRequest
-from pcfjudge.doors.pairwise import pairwise_plan
-from pcfjudge.doors.pairwise.pairwise_protocol import PairwiseRequest
-from pcfjudge.doors.rerank import rerank_plan
-from pcfjudge.doors.rerank.rerank_protocol import CohereRerankRequest, RerankOptions
-from pcfjudge.doors.reward.reward_plan import plan_request
-from pcfjudge.doors.reward.reward_protocol import RewardRequest
+from pcfjudge.doors.door_list import JOB_ROUTES
 from pcfjudge.errors import ApiError, client_error
 from pcfjudge.services import Services
 from pcfjudge.settings import JobSettings
@@ -59,69 +54,20 @@ class Submission:
 # ── the routes' checks before any work ───────────────────────────────────────────────────────────────────────────
 
 
-class _Options(Protocol):
-    """What a door's request (or its options) says about how it is answered."""
-
-    @property
-    def stream(self) -> bool: ...
-    @property
-    def deadline_ms(self) -> int | None: ...
-
-
-def _answerable(services: Services, options: _Options, prefer: str | None, field: str = "stream") -> None:
-    """Every door's checks on how it is answered: a job never streams; its deadline is one the route would take."""
-    if options.stream:
-        raise client_error(field, NOT_STREAMED)
-    answer_deadline(services.settings, options.deadline_ms, prefer)
-
-
-def _listwise(services: Services, body: ListwiseRequest, prefer: str | None) -> None:
-    _answerable(services, body, prefer)
-    listwise_plan.build_plan(body, services.settings, services.judge)
-
-
-def _pairwise(services: Services, body: PairwiseRequest, prefer: str | None) -> None:
-    _answerable(services, body, prefer)
-    pairwise_plan.build_plan(body, services.settings, services.judge)
-
-
-def _reward(services: Services, body: RewardRequest, prefer: str | None) -> None:
-    _answerable(services, body, prefer)
-    plan_request(services.settings, services.judge, body)
-
-
-def _rerank(services: Services, body: CohereRerankRequest, prefer: str | None) -> None:
-    _answerable(services, body.pcfjudge or RerankOptions(), prefer, "pcfjudge.stream")
-    rerank_plan.build_plan(body, services.settings, services.judge)
-
-
-def _chat(services: Services, body: ChatRequest, prefer: str | None) -> None:
-    _answerable(services, body, prefer)
-    from pcfjudge.doors.chat import chat_plan  # the templates: loaded by the first chat request
-
-    chat_plan.build_plan(body, services.settings, services.judge)
-
-
-Check = Callable[[Services, Any, str | None], None]
-ROUTES: dict[str, tuple[type[BaseModel], Check]] = {
-    "/judge/listwise": (ListwiseRequest, _listwise),
-    "/judge/pairwise": (PairwiseRequest, _pairwise),
-    "/v1/reward": (RewardRequest, _reward),
-    "/v1/rerank": (CohereRerankRequest, _rerank),
-    "/v2/rerank": (CohereRerankRequest, _rerank),
-    "/v1/chat/completions": (ChatRequest, _chat),
-}
-
-
-def check(services: Services, sub: Submission) -> None:
-    """The route's request model, then its checks before any work: its own 4xx if it would refuse the request."""
-    model, door = ROUTES[sub.endpoint]
+def check(services: Services, sub: Submission) -> Any:
+    """The route's request model, then its checks before any work (how it is answered: a job never streams, its
+    deadline one the route would take; then its plan): its own 4xx if it would refuse the request. The plan."""
+    _, route = JOB_ROUTES[sub.endpoint]
     try:
-        body = model.model_validate(sub.body, from_attributes=True)  # as FastAPI validates a JSON body
+        body = route.request.model_validate(sub.body, from_attributes=True)  # as FastAPI validates a JSON body
     except ValidationError as exc:
         errors = [{**e, "loc": (*sub.loc, *e["loc"])} for e in exc.errors()]
         raise RequestValidationError(errors) from None
-    door(services, body, sub.headers.get("prefer"))
+    options = route.answering(body)
+    if options.stream:
+        raise client_error(route.stream_field, NOT_STREAMED)
+    answer_deadline(services.settings.fanout, options.deadline_ms, sub.headers.get("prefer"))
+    return route.plan(services, body)
 
 
 # ── the two doors ────────────────────────────────────────────────────────────────────────────────────────────────
@@ -162,6 +108,8 @@ def from_prefer(endpoint: str, raw: bytes, headers: Mapping[str, str]) -> Submis
 
 def from_jobs_route(endpoint: str, request: dict[str, Any], webhook_url: str | None) -> Submission:
     """``POST /v1/jobs``: the request stored as compact JSON (no preferences: its deadline goes in the body)."""
+    if endpoint not in JOB_ROUTES:
+        raise client_error("endpoint", f"{endpoint!r} does not run as a job; one of: {', '.join(JOB_ROUTES)}")
     return Submission(endpoint, request, compact_json(request), {}, webhook_url, ("body", "request"), "webhook_url")
 
 
@@ -201,14 +149,12 @@ def refusal(admission: Admission, size: int, s: JobSettings) -> ApiError:
     return ApiError("jobs_full", detail, headers={"Retry-After": "5"})
 
 
-async def submit(services: Services, sub: Submission, request: Request, kick: Callable[[], None]) -> Response:
-    """Check, store and acknowledge one job: 202 with ``{"id", "status": "queued", "location"}``."""
-    s = services.settings
-    check(services, sub)
+async def submit(services: Services, sub: Submission, request: Request, runner: JobRunner) -> Response:
+    """Check, store and acknowledge one job: 202 with ``{"id", "status": "queued", "location"}``; its plan is kept
+    for this replica's runner (another replica that claims it plans its stored request again)."""
+    s = services.settings.jobs
+    plan = check(services, sub)
     if sub.webhook_url is not None:
-        from pcfjudge.api.jobs import webhooks  # a job with a webhook only
-        from pcfjudge.api.jobs.webhook_address import Policy
-
         server = request.scope.get("server")
         await webhooks.check_url(
             sub.webhook_url,
@@ -235,7 +181,7 @@ async def submit(services: Services, sub: Submission, request: Request, kick: Ca
         raise unavailable() from None
     if admission.refused is not None:
         raise refusal(admission, record.size, s)
-    kick()
+    runner.submitted(record.id, plan)
     where = location(record.id, str(request.scope.get("root_path", "")))
     body = orjson.dumps({"id": record.id, "status": "queued", "location": where})
     return Response(body, 202, headers={"Location": where}, media_type="application/json")

@@ -56,14 +56,3 @@ def job_data(record: JobRecord) -> dict[str, Any]:
 
 def job_json(record: JobRecord) -> bytes:
     return orjson.dumps(job_data(record))
-
-
-def json_object(body: bytes, status: int) -> bytes:
-    """``body`` if it is a JSON object (what every judging route answers), else an error object saying what came."""
-    try:
-        if isinstance(orjson.loads(body), dict):
-            return body
-    except orjson.JSONDecodeError:
-        pass
-    text = body.decode("utf-8", "replace").strip()[:500]
-    return orjson.dumps({"error": "http_error", "detail": text or f"the route answered {status} without a body"})

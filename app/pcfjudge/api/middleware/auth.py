@@ -10,9 +10,7 @@ uvicorn, which otherwise trusts 127.0.0.1).
 
 Then the door (``security.door``): POST requests in flight per process and per key; past either, 503 with
 Retry-After before the body is read.
-
-A job's own request (``http.loopback``) carries its owner in the ASGI scope, which no client can write: it is
-that key's request (no API key needed, the request quota already paid when the job was submitted), through the door.
+A job runs in process as its owner (``api.jobs.job_runner``), never through this layer again.
 """
 
 from __future__ import annotations
@@ -22,8 +20,7 @@ import math
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from pcfjudge import context
-from pcfjudge.http.error_handlers import json_response
-from pcfjudge.http.loopback import JOB_SCOPE, JobCaller
+from pcfjudge.api.middleware.refusals import refusal
 from pcfjudge.security.api_keys import presented_key
 from pcfjudge.security.door import Door
 from pcfjudge.services import Services
@@ -48,15 +45,14 @@ class AuthMiddleware:
             return
         services: Services = scope["app"].state.services
         settings = services.settings
-        if is_open(scope.get("path", ""), settings.protect_ops):
+        if is_open(scope.get("path", ""), settings.access.protect_ops):
             await self.app(scope, receive, send)
             return
         ctx = context.current()
-        caller = scope.get(JOB_SCOPE)  # a job's own request, made by this process (http.loopback): its owner
-        if not await self._identify(scope, send, services, ctx, caller):
+        if not await self._identify(scope, send, services, ctx):
             return
-        per_min = settings.quota_requests_per_min
-        if per_min is not None and caller is None:  # a job's request was counted when the job was submitted
+        per_min = settings.access.quota_requests_per_min
+        if per_min is not None:
             client = scope.get("client") or ("unknown", 0)
             who = ctx.key if ctx is not None and services.keys.enabled else f"addr:{client[0]}"
             decision = await services.limiter.take(f"requests:{who}", 1, per_min)
@@ -64,19 +60,18 @@ class AuthMiddleware:
                 wait = decision.retry_after
                 detail = f"request quota ({per_min:g} per minute) used up; retry after {wait:.1f}s"
                 headers = {"Retry-After": str(max(1, math.ceil(wait)))}
-                body = {"error": "quota_exceeded", "detail": detail, "request_id": _rid(scope)}
-                await json_response(body, 429, headers)(scope, receive, send)
+                await refusal(scope, 429, "quota_exceeded", detail, headers)(scope, receive, send)
                 return
         if scope.get("method") != "POST":
             await self.app(scope, receive, send)
             return
         if self.door is None:
-            self.door = Door(settings.max_pending_requests, settings.pending_per_key())
+            self.door = Door(settings.access.max_pending_requests, settings.access.pending_per_key())
         tenant = ctx.key if ctx is not None and services.keys.enabled else None
         refused = self.door.enter(tenant)
         if refused is not None:
-            body = {"error": "overloaded", "detail": refused, "request_id": _rid(scope)}
-            await json_response(body, 503, {"Retry-After": "1", "Connection": "close"})(scope, receive, send)
+            headers = {"Retry-After": "1", "Connection": "close"}
+            await refusal(scope, 503, "overloaded", refused, headers)(scope, receive, send)
             return
         try:
             await self.app(scope, receive, send)
@@ -84,13 +79,9 @@ class AuthMiddleware:
             self.door.leave(tenant)
 
     @classmethod
-    async def _identify(
-        cls, scope: Scope, send: Send, services: Services, ctx: context.RequestContext | None, caller: object
-    ) -> bool:
-        """Name the caller in the request's context: a job's owner, or the key presented (False: refused, 401 sent)."""
-        if isinstance(caller, JobCaller):
-            name: str | None = caller.owner
-        elif services.keys.enabled:
+    async def _identify(cls, scope: Scope, send: Send, services: Services, ctx: context.RequestContext | None) -> bool:
+        """Name the caller in the request's context: the key presented (False: refused, 401 sent)."""
+        if services.keys.enabled:
             presented = presented_key(scope.get("headers", ()))
             name = services.keys.identify(presented)
             if name is None:
@@ -110,14 +101,8 @@ class AuthMiddleware:
         else:
             detail = "this server needs an API key: send 'Authorization: Bearer <key>' (or 'x-api-key: <key>')"
             challenge = 'Bearer realm="pcfjudge"'
-        body = {"error": "unauthorized", "detail": detail, "request_id": _rid(scope)}
-        await json_response(body, 401, {"WWW-Authenticate": challenge})(scope, _nothing, send)
+        await refusal(scope, 401, "unauthorized", detail, {"WWW-Authenticate": challenge})(scope, _nothing, send)
 
 
 async def _nothing() -> dict[str, str]:
     return {"type": "http.disconnect"}
-
-
-def _rid(scope: Scope) -> str | None:
-    rid = scope.get("state", {}).get("request_id")
-    return rid if isinstance(rid, str) else None

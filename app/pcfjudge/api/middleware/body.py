@@ -29,14 +29,13 @@ from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from pcfjudge.http.error_handlers import json_response
+from pcfjudge.api.middleware.refusals import refusal
 from pcfjudge.http.read_body import NOT_PARSED, READ
 
 WATCH_AFTER_S = 0.05
 """A request still running after this long gets a task watching for its client's disconnect."""
 
 
-TEI_PATHS = frozenset({"/rerank"})
 """Routes that answer errors in text-embeddings-inference's shape (``{"error", "error_type"}``)."""
 
 
@@ -92,7 +91,7 @@ class BodyMiddleware:
         services = getattr(getattr(scope.get("app"), "state", None), "services", None)
         if services is None:  # the app has not started (yet): no deadline of its own
             return math.inf
-        self.body_deadline_s = services.settings.body_deadline_s  # read once: the app's settings do not change
+        self.body_deadline_s = services.settings.access.body_deadline_s  # read once: the app's settings do not change
         return math.inf if self.body_deadline_s is None else self.body_deadline_s
 
     async def _read(self, receive: Receive, clock: _Clock) -> bytes | Message | None:
@@ -174,24 +173,13 @@ class BodyMiddleware:
             raise asyncio.CancelledError  # cancelled from outside as well
 
     async def _invalid(self, problem: str, scope: Scope, send: Send) -> None:
-        detail = f"body: {problem}"
-        if scope.get("path") in TEI_PATHS:
-            await json_response({"error": detail, "error_type": "Validation"}, 422)(scope, _disconnected, send)
-            return
-        body = {
-            "error": "validation_error",
-            "detail": detail,
-            "errors": [{"field": "body", "message": problem}],
-            "request_id": scope.get("state", {}).get("request_id"),
-        }
-        await json_response(body, 422)(scope, _disconnected, send)
+        await refusal(scope, 422, "validation_error", f"body: {problem}", field="body")(scope, _disconnected, send)
 
     def _too_large(self) -> str:
         return f"request body exceeds {self.max_bytes} bytes; send fewer or shorter texts (PCFJ_MAX_BODY_BYTES)"
 
     async def _reject(self, status: int, kind: str, detail: str, scope: Scope, send: Send) -> None:
-        body = {"error": kind, "detail": detail, "request_id": scope.get("state", {}).get("request_id")}
-        await json_response(body, status, {"Connection": "close"})(scope, _disconnected, send)
+        await refusal(scope, status, kind, detail, {"Connection": "close"})(scope, _disconnected, send)
 
 
 class _Clock:

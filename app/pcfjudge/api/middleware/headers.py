@@ -13,16 +13,16 @@ import json
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from pcfjudge.http.error_handlers import json_response
+from pcfjudge.api.middleware.refusals import refusal
 
 
-def head_too_large(max_bytes: int, max_count: int) -> bytes:
-    """The JSON body of a 431: which limits, and how to fix it."""
+def head_too_large(max_bytes: int, max_count: int, request_id: str | None = None) -> bytes:
+    """The JSON body of a 431: which limits, and how to fix it (and the request's id, when the server gave one)."""
     detail = (
         f"the request line and headers exceed {max_bytes} bytes or {max_count} headers (PCFJ_MAX_HEADER_BYTES, "
         "PCFJ_MAX_HEADER_COUNT); send fewer or shorter headers"
     )
-    return json.dumps({"error": "headers_too_large", "detail": detail}).encode()
+    return json.dumps({"error": "headers_too_large", "detail": detail, "request_id": request_id}).encode()
 
 
 def head_size(scope: Scope) -> int:
@@ -40,7 +40,6 @@ class HeaderLimitMiddleware:
             len(scope.get("headers", ())) > self.max_count or head_size(scope) > self.max_bytes
         ):
             body = json.loads(head_too_large(self.max_bytes, self.max_count))
-            body["request_id"] = scope.get("state", {}).get("request_id")
-            await json_response(body, 431, {"Connection": "close"})(scope, receive, send)
+            await refusal(scope, 431, body["error"], body["detail"], {"Connection": "close"})(scope, receive, send)
             return
         await self.app(scope, receive, send)

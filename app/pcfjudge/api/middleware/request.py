@@ -22,21 +22,19 @@ import os
 import re
 import time
 import traceback
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from opentelemetry.trace import Span
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from pcfjudge import context
-from pcfjudge.http.error_handlers import json_response
+from pcfjudge.api.middleware.refusals import refusal
+from pcfjudge.doors.door_list import SHAPES
 from pcfjudge.telemetry import metrics as m
 from pcfjudge.telemetry import tracing
 from pcfjudge.telemetry.logs import ACCESS
 
-if TYPE_CHECKING:
-    from opentelemetry.trace import Span
-
 log = logging.getLogger("pcfjudge")
-JUDGE_ROUTES = ("/judge/listwise", "/judge/pairwise")
 ROUTE_LABEL = "pcfjudge.route_label"
 """A scope key: the route label of a request served by what set it (a bounded string), in place of its template."""
 STATIC_ROUTE = "static"
@@ -54,12 +52,16 @@ def request_id(scope: Scope) -> str:
 
 def route_template(scope: Scope) -> str:
     """The label its server gave the request (``ROUTE_LABEL``), else the matched route's path template (bounded),
-    never the raw path; "unmatched" when no route matched."""
+    never the raw path; a door's path when a layer answered before routing (a 413 on /v2/rerank); "unmatched" when
+    no route matched."""
     label = scope.get(ROUTE_LABEL)
     if isinstance(label, str):
         return label
     path: object = getattr(scope.get("route"), "path", None)
-    return path if isinstance(path, str) else "unmatched"
+    if isinstance(path, str):
+        return path
+    raw = scope.get("path")
+    return raw if isinstance(raw, str) and raw in SHAPES else "unmatched"
 
 
 class RequestMiddleware:
@@ -74,14 +76,14 @@ class RequestMiddleware:
         scope.setdefault("state", {})["request_id"] = rid
         path = scope.get("path", "")
         tracked = path != "/metrics"
-        gauge = m.child(m.IN_FLIGHT, path if path in JUDGE_ROUTES else "other") if tracked else None
+        gauge = m.child(m.IN_FLIGHT, path if path in SHAPES else "other") if tracked else None  # by door route
         started = time.perf_counter()
         status = [0]
         header = (b"x-request-id", rid.encode())
         span: Span | None = None
         added: tuple[tuple[bytes, bytes], ...] = (header,)
         if tracing.on():
-            import pcfjudge.telemetry.spans as spans  # loaded only with tracing on (no importlib frame)
+            import pcfjudge.telemetry.spans as spans  # tracing on only (no importlib frame)
 
             made = spans.server_span(scope, rid)
             if made is not None:
@@ -104,8 +106,7 @@ class RequestMiddleware:
                 if status[0] == 0:
                     status[0] = 500
                     detail = f"the service failed unexpectedly (request {rid}); this is a bug, please report it"
-                    body = {"error": "internal_error", "detail": detail, "request_id": rid}
-                    await json_response(body, 500)(scope, receive, send_with_id)
+                    await refusal(scope, 500, "internal_error", detail)(scope, receive, send_with_id)
             finally:
                 if gauge is not None:
                     gauge.dec()
@@ -122,7 +123,7 @@ class RequestMiddleware:
                 m.child(m.REQUEST_SECONDS, route).observe(seconds)
             m.child(m.KEY_REQUESTS, ctx.key, f"{status // 100}xx").inc()
         if span is not None:  # (a traced path is a tracked one)
-            import pcfjudge.telemetry.spans as spans
+            import pcfjudge.telemetry.spans as spans  # tracing on only
 
             spans.timed(m.child(m.REQUEST_SECONDS, route), seconds, span)  # its exemplar: this request's span
             spans.end_request(span, scope.get("method", ""), route, status, ctx.key)
@@ -139,7 +140,7 @@ class RequestMiddleware:
             "cache_hits": ctx.cache_hits,
         }
         if span is not None:
-            import pcfjudge.telemetry.spans as spans
+            import pcfjudge.telemetry.spans as spans  # tracing on only
 
             fields["trace_id"] = spans.trace_id(span)
         ACCESS.info("request", extra=fields)

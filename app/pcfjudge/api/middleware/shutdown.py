@@ -13,7 +13,7 @@ import asyncio
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from pcfjudge.http.error_handlers import json_response
+from pcfjudge.api.middleware.refusals import refusal
 
 
 class ShutdownMiddleware:
@@ -39,5 +39,5 @@ class ShutdownMiddleware:
                 raise
             task.uncancel()  # the work is unwound; what remains is answering
             detail = "this replica is shutting down and stopped the request; retry it (another replica will answer)"
-            body = {"error": "shutting_down", "detail": detail}
-            await json_response(body, 503, {"Retry-After": "1", "Connection": "close"})(scope, receive, send)
+            headers = {"Retry-After": "1", "Connection": "close"}
+            await refusal(scope, 503, "shutting_down", detail, headers)(scope, receive, send)

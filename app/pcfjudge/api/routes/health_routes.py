@@ -46,6 +46,6 @@ async def readyz(request: Request, services: ServicesDep) -> dict[str, Any] | JS
         "structured_output": services.registry.dialects(),
         "fleets": services.registry.fleet_status(),  # judge fleets' endpoints; "unhealthy" names those cooling down
         "prompt_versions": [LISTWISE_VERSION, PAIRWISE_VERSION, KEYED_VERSION],
-        "prompts": services.settings.prompts,
+        "prompts": services.settings.prompting.prompts,
         "cache": cache,
     }

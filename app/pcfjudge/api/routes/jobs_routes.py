@@ -11,15 +11,18 @@ from fastapi import APIRouter, FastAPI, Path, Request, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from pcfjudge import context
+from pcfjudge.api.jobs import job_intake
 from pcfjudge.api.jobs.job_runner import JobRunner
 from pcfjudge.api.jobs.job_view import job_json, unavailable
+from pcfjudge.api.middleware.request import ROUTE_LABEL
 from pcfjudge.api.middleware.respond_async import ASYNC_PATH, ASYNC_SCOPE
 from pcfjudge.cache.job_record import ACTIVE, JobRecord, StoreUnavailable
+from pcfjudge.doors.door_list import JOB_ROUTES, SHAPES
 from pcfjudge.errors import ApiError
 from pcfjudge.http.deps import ServicesDep
-from pcfjudge.http.error_handlers import ERROR_RESPONSES, documented
+from pcfjudge.http.error_handlers import ERROR_RESPONSES, documented, shaped
 from pcfjudge.http.read_body import ReadRoute
-from pcfjudge.schemas.jobs_schema import EXAMPLE_ID, JOB_ENDPOINTS, Job, JobAccepted, JobRequest
+from pcfjudge.schemas.jobs_schema import EXAMPLE_ID, Job, JobAccepted, JobRequest
 from pcfjudge.services import Services
 
 router = APIRouter(tags=["jobs"], route_class=ReadRoute)
@@ -57,22 +60,25 @@ def runner_of(request: Request) -> JobRunner:
 async def submit_job(body: JobRequest, request: Request, services: ServicesDep) -> Response:
     """Judge `request` with `endpoint` as a job: 202 at once with its id and Location; poll GET /v1/jobs/{id}. The
     request is checked first, as its route checks it (a bad one is that route's 4xx, and no job is made)."""
-    from pcfjudge.api.jobs import job_intake  # the routes' intake checks: imported with the first job
-
     submission = job_intake.from_jobs_route(body.endpoint, body.request, body.webhook_url)
-    return await job_intake.submit(services, submission, request, runner_of(request).kick)
+    return await job_intake.submit(services, submission, request, runner_of(request))
 
 
 @router.post(ASYNC_PATH, include_in_schema=False)
 async def respond_async(request: Request, services: ServicesDep) -> Response:
     """A judging route's request with ``Prefer: respond-async``, diverted here by the middleware (only)."""
     endpoint = request.scope.get(ASYNC_SCOPE)
-    if not isinstance(endpoint, str):
+    if not isinstance(endpoint, str):  # sent here directly: not found, and counted as any unknown path is
+        request.scope[ROUTE_LABEL] = "unmatched"
         raise StarletteHTTPException(404)
-    from pcfjudge.api.jobs import job_intake
-
-    submission = job_intake.from_prefer(endpoint, await request.body(), request.headers)
-    response = await job_intake.submit(services, submission, request, runner_of(request).kick)
+    try:
+        submission = job_intake.from_prefer(endpoint, await request.body(), request.headers)
+        response = await job_intake.submit(services, submission, request, runner_of(request))
+    except Exception as exc:  # refused as its route refuses: in the route's own error shape
+        refused = shaped(exc, request, SHAPES[endpoint])
+        if refused is None:
+            raise
+        return refused
     response.headers["Preference-Applied"] = "respond-async"
     return response
 
@@ -115,7 +121,8 @@ async def _owned(services: Services, job_id: str) -> JobRecord:
 
 
 def install_docs(app: FastAPI) -> None:
-    """The judging routes' OpenAPI operations say what ``Prefer: respond-async`` answers (a 202 ``JobAccepted``)."""
+    """The judging routes' OpenAPI operations say what ``Prefer: respond-async`` answers (a 202 ``JobAccepted``), and
+    a job's ``endpoint`` lists the routes that run as jobs."""
     build = app.openapi
     described = False
 
@@ -124,10 +131,14 @@ def install_docs(app: FastAPI) -> None:
         document = build()
         if not described:
             described = True
-            for path in JOB_ENDPOINTS:
+            for path in JOB_ROUTES:
                 operation = document.get("paths", {}).get(path, {}).get("post")
                 if operation is not None:
                     operation["responses"]["202"] = RESPOND_ASYNC
+            for model in ("JobRequest", "Job"):  # the routes a job may run: the door list's
+                schema = document.get("components", {}).get("schemas", {}).get(model)
+                if schema is not None:
+                    schema["properties"]["endpoint"] |= {"enum": list(JOB_ROUTES), "examples": list(JOB_ROUTES)[:1]}
         return document
 
     app.openapi = openapi  # type: ignore[method-assign]

@@ -48,10 +48,10 @@ class Calibration(BaseModel):
 
 
 class ModelInfo(BaseModel):
-    id: str = Field(description="provider:model, as a request names it.")
+    id: str = Field(description="provider:model, fleet:<name> or a PCFJ_JURIES name, as a request names it.")
     object: Literal["model"] = "model"
-    owned_by: str = Field(description="The provider.")
-    allowed: bool = Field(description="Whether requests may name it (PCFJ_ALLOWED_MODELS).")
+    owned_by: str = Field(description="The provider (fleet for a fleet, jury for a jury).")
+    allowed: bool = Field(description="Whether requests may name it (PCFJ_ALLOWED_MODELS; a jury: all its jurors).")
     default: bool = Field(description="The model of a request that names none.")
     prompt_version: str = Field(description="The listwise prompt version its calibration is for (the service's).")
     calibration: Calibration | None = Field(description="The latest record under prompt_version; null: none.")
@@ -104,20 +104,22 @@ async def models_route(services: ServicesDep) -> ModelsResponse:
     settings = services.settings
     patterns = settings.model_allowlist()
     default = settings.resolved_default_model()
-    version = listwise_version(None, services.judge.style(None, "listwise"))
+    version = listwise_version(None, services.judge.style(None))
     book = services.reliability.records
     named = [p for p in patterns if not WILDCARDS & set(p)]
     sims = [m for m in SIM_MODELS if any(fnmatchcase(m, p) for p in patterns)]
     fleets = services.registry.fleet_models()  # fleet:<model_name> of PCFJ_MODELS_FILE
-    models = list(dict.fromkeys([default, *named, *sims, *fleets, *sorted(model for model, _ in book)]))
+    juries = settings.jury.juries  # PCFJ_JURIES: a name every door takes as its model
+    models = list(dict.fromkeys([default, *named, *sims, *fleets, *juries, *sorted(model for model, _ in book)]))
     data = []
     for model in models:
         record = book.get((model, version))
+        jurors = juries.get(model, [model])
         data.append(
             ModelInfo(
                 id=model,
-                owned_by=model.partition(":")[0],
-                allowed=any(fnmatchcase(model, p) for p in patterns),
+                owned_by="jury" if model in juries else model.partition(":")[0],
+                allowed=all(any(fnmatchcase(m, p) for p in patterns) for m in jurors),
                 default=model == default,
                 prompt_version=version,
                 calibration=_calibration(record) if record is not None else None,

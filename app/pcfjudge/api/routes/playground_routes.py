@@ -22,6 +22,7 @@ from fastapi.staticfiles import StaticFiles
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from pcfjudge.api.examples import add_examples
 from pcfjudge.api.middleware.request import ROUTE_LABEL, STATIC_ROUTE
 from pcfjudge.errors import ApiError
 from pcfjudge.http.deps import ServicesDep
@@ -86,8 +87,6 @@ def install(app: FastAPI) -> None:
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:  # built once, on first use, as FastAPI's own
-            from pcfjudge.api.examples import add_examples
-
             app.openapi_schema = add_examples(build())
         return app.openapi_schema
 
@@ -115,7 +114,7 @@ async def playground() -> FileResponse:
 async def playground_models(services: ServicesDep) -> dict[str, Any]:
     """What the page's model picker offers besides single models: this server's juries (PCFJ_JURIES), each with its
     jurors. Not public like the page: with API keys it needs one, as every judging route does."""
-    juries = [{"name": name, "jurors": list(jurors)} for name, jurors in services.settings.juries.items()]
+    juries = [{"name": name, "jurors": list(jurors)} for name, jurors in services.settings.jury.juries.items()]
     return {"juries": juries}
 
 

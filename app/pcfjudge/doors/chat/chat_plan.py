@@ -25,7 +25,7 @@ def build_task(body: ChatRequest, settings: Settings, judge: Judge) -> ChatTask:
         raise client_error("n", "this endpoint answers one choice (the consensus); send n 1 or leave it out")
     messages = tuple((m.role, m.text) for m in body.messages)
     found = recognise(messages)
-    if found is None and settings.chat_unrecognised == "refuse":
+    if found is None and settings.chat.chat_unrecognised == "refuse":
         names = ", ".join(t.name for t in TEMPLATES)
         raise ApiError(
             "unrecognised_prompt",
@@ -34,24 +34,24 @@ def build_task(body: ChatRequest, settings: Settings, judge: Judge) -> ChatTask:
             field="messages",
         )
     if found is not None:
-        if len(found.spans) > settings.max_candidates:
+        if len(found.spans) > settings.limits.max_candidates:
             raise ApiError(
                 "too_many_candidates",
-                f"messages: {len(found.spans)} marked candidates; one prompt shows at most {settings.max_candidates} "
+                f"messages: {len(found.spans)} marked candidates; one prompt shows at most {settings.limits.max_candidates} "
                 "(PCFJ_MAX_CANDIDATES)",
                 field="messages",
             )
         for label, text in zip(found.labels, found.candidates, strict=True):
-            if len(text) > settings.max_candidate_chars:
+            if len(text) > settings.limits.max_candidate_chars:
                 raise client_error(
                     "messages",
-                    f"candidate {label} has {len(text)} characters; the limit is {settings.max_candidate_chars}",
+                    f"candidate {label} has {len(text)} characters; the limit is {settings.limits.max_candidate_chars}",
                 )
-    limit = settings.max_question_chars + settings.max_candidates * settings.max_candidate_chars
+    limit = settings.limits.max_question_chars + settings.limits.max_candidates * settings.limits.max_candidate_chars
     for i, (_, text) in enumerate(messages):
         if len(text) > limit:
             raise client_error(f"messages.{i}.content", f"at most {limit} characters (got {len(text)})")
     fmt = json.dumps(body.response_format, sort_keys=True) if body.response_format is not None else None
     options = ChatOptions(body.temperature, body.max_tokens or body.max_completion_tokens, body.seed, fmt)
     model = resolve_model(judge, body.model, None)
-    return ChatTask(messages, found, options, k=settings.chat_orders, model=model)
+    return ChatTask(messages, found, options, k=settings.chat.chat_orders, model=model)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, model_validator
 
 from pcfjudge.schemas.common import DEADLINE_MS, MODEL_OR_JURY, UsageOut
 
@@ -26,8 +26,14 @@ class TextPart(Lenient):
 
 class ChatMessage(Lenient):
     role: Role
-    content: str | list[TextPart] | None = None
+    content: str | list[TextPart] | None = Field(default=None, description="Required, except on an assistant message.")
     name: str | None = None
+
+    @model_validator(mode="after")
+    def _has_content(self) -> ChatMessage:
+        if self.content is None and self.role != "assistant":  # OpenAI's rule: only an assistant's may be null
+            raise ValueError(f"a {self.role} message needs its content (text, or a list of text parts)")
+        return self
 
     @property
     def text(self) -> str:
@@ -47,7 +53,9 @@ class ChatRequest(Lenient):
         default=None, ge=0, le=2, description="Sent to the judge (default: the server's)."
     )
     max_tokens: StrictInt | None = Field(
-        default=None, ge=1, description="The judge's output cap (default: the server's)."
+        default=None,
+        ge=1,
+        description="The judge's output cap, at most the server's PCFJ_MAX_OUTPUT_TOKENS (default: that).",
     )
     max_completion_tokens: StrictInt | None = Field(default=None, ge=1, description="max_tokens under its newer name.")
     seed: StrictInt | None = Field(default=None, description="Sent to the judge; part of the cache key.")
@@ -142,13 +150,14 @@ class ChatCompletion(BaseModel):
 
 class OpenAIErrorDetail(BaseModel):
     message: str = Field(description="What went wrong and how to fix it.")
-    type: str = Field(description="The service's error kind, e.g. validation_error, over_limit, backend_timeout.")
+    type: str = Field(
+        description="OpenAI's error type: invalid_request_error, authentication_error, rate_limit_error, server_error."
+    )
     param: str | None = Field(default=None, description="The request field at fault, when one is.")
-    code: str | None = None
+    code: str | None = Field(default=None, description="The service's error kind, e.g. validation_error, over_limit.")
 
 
 class OpenAIError(BaseModel):
-    """A judgment's error in OpenAI's shape, so an OpenAI client shows its message (a body that fails validation gets
-    the service's own 422 body)."""
+    """Every error of the chat door in OpenAI's shape, so an OpenAI client's exception carries its message."""
 
     error: OpenAIErrorDetail

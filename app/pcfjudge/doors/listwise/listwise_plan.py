@@ -37,16 +37,20 @@ def build_task(body: ListwiseRequest, s: Settings, judge: Judge) -> ListwiseTask
     """Turn a request into a judging task, refusing (422, naming the field) anything the service cannot do. The
     model is resolved here, once: the task carries the resolved model to ``judge.listwise``."""
     n = len(body.candidates)
-    if n > s.max_items:
-        detail = f"{n} candidates > the limit of {s.max_items} per request (PCFJ_MAX_ITEMS); send at most {s.max_items}"
+    if n > s.limits.max_items:
+        detail = f"{n} candidates > the limit of {s.limits.max_items} per request (PCFJ_MAX_ITEMS); send at most {s.limits.max_items}"
         raise ApiError("too_many_candidates", detail, field="candidates")
-    if n < s.min_candidates:
-        raise client_error("candidates", f"send between {s.min_candidates} and {s.max_items} candidates (got {n})")
+    if n < s.limits.min_candidates:
+        raise client_error(
+            "candidates", f"send between {s.limits.min_candidates} and {s.limits.max_items} candidates (got {n})"
+        )
     pairs = [(str(i), c) if isinstance(c, str) else (c.id, c.text) for i, c in enumerate(body.candidates)]
     ids = [cid for cid, _ in pairs]
     texts = [text for _, text in pairs]
-    if len(body.question) > s.max_question_chars or max(map(len, texts)) > s.max_candidate_chars:  # names the field
-        check_texts(s, body.question, {f"candidates.{i}": text for i, text in enumerate(texts)})
+    if (
+        len(body.question) > s.limits.max_question_chars or max(map(len, texts)) > s.limits.max_candidate_chars
+    ):  # names the field
+        check_texts(s.limits, body.question, {f"candidates.{i}": text for i, text in enumerate(texts)})
     if len(set(ids)) != len(ids):  # O(n): up to PCFJ_MAX_ITEMS ids
         duplicates = sorted(cid for cid, count in Counter(ids).items() if count > 1)
         raise client_error("candidates", f"candidate ids must be unique; repeated: {', '.join(duplicates)}")
@@ -65,11 +69,11 @@ def build_task(body: ListwiseRequest, s: Settings, judge: Judge) -> ListwiseTask
             explicit = perms.validate_explicit(body.permutations, n)
         except ValueError as exc:
             raise client_error("permutations", str(exc)) from None
-    if isinstance(model, Jury) and body.executions != 1:
+    if model.jury is not None and body.executions != 1:
         raise client_error("executions", "a jury's jurors are its executions (each judges its own K): send 1")
     if body.oracle_best is not None and body.oracle_best not in ids:
         raise client_error("oracle_best", f"{body.oracle_best!r} is not one of the candidate ids")
-    k, auto = runs_per_execution(body, s) if n <= s.max_candidates else (windowed_rounds(body, s, n), None)
+    k, auto = runs_per_execution(body, s) if n <= s.limits.max_candidates else (windowed_rounds(body, s, n), None)
     task = ListwiseTask(
         question=body.question,
         ids=ids,
@@ -85,8 +89,8 @@ def build_task(body: ListwiseRequest, s: Settings, judge: Judge) -> ListwiseTask
         model=model,
         auto=auto,
         budget=budget(body, s, model),
-        style=prompt_style(s, body.rationales, "listwise"),
-        windows=WindowOptions(top_n=1) if n > s.max_candidates else None,  # best-of-N: the winner's boundary
+        style=prompt_style(s.prompting, body.rationales),
+        windows=WindowOptions(top_n=1) if n > s.limits.max_candidates else None,  # best-of-N: the winner's boundary
     )
     return task
 
@@ -94,21 +98,24 @@ def build_task(body: ListwiseRequest, s: Settings, judge: Judge) -> ListwiseTask
 def windowed_rounds(body: ListwiseRequest, s: Settings, n: int) -> int:
     """Past one window (docs/method.md): ``k`` counts rounds of windows; what applies to one prompt's permutations
     (explicit permutations, other modes, adaptive K, executions, a cost budget) is refused naming the field."""
-    window = f"more than {s.max_candidates} candidates (PCFJ_MAX_CANDIDATES) are judged in rounds of windows"
+    window = f"more than {s.limits.max_candidates} candidates (PCFJ_MAX_CANDIDATES) are judged in rounds of windows"
     if body.mode != "consensus":
-        raise client_error("mode", f"{window}, in mode consensus only; send at most {s.max_candidates} for {body.mode}")
+        raise client_error(
+            "mode", f"{window}, in mode consensus only; send at most {s.limits.max_candidates} for {body.mode}"
+        )
     for name in ("permutations", "max_cost_usd"):
         if getattr(body, name) is not None:
             raise client_error(name, f"{window}; {name} applies to one window: remove it (max_calls bounds the rounds)")
     if body.k == "auto" or body.executions != 1:
         field = "k" if body.k == "auto" else "executions"
-        raise client_error(field, f"{window}; k counts rounds there (at least 2, default {s.window_rounds})")
-    rounds = body.k or s.window_rounds
+        raise client_error(field, f"{window}; k counts rounds there (at least 2, default {s.limits.window_rounds})")
+    rounds = body.k or s.limits.window_rounds
     if rounds < 2:
         raise client_error("k", f"{window}; k counts rounds there and must be at least 2 (the fit needs two)")
-    if body.max_calls is not None and body.max_calls < least_calls(n, s.max_candidates):
-        need = least_calls(n, s.max_candidates)
-        raise client_error("max_calls", f"{window}; {n} candidates need at least {need} calls (two rounds)")
+    need = least_calls(n, s.limits.max_candidates, top_n=1)
+    if body.max_calls is not None and body.max_calls < need:
+        detail = f"{window}; {n} candidates need at least {need} calls (one round, then its stages)"
+        raise client_error("max_calls", detail)
     return rounds
 
 
@@ -118,10 +125,10 @@ def runs_per_execution(body: ListwiseRequest, settings: Settings) -> tuple[int, 
         for name in ("k_min", "k_max", "stop"):
             if name in body.model_fields_set:
                 raise client_error(name, 'applies only with "k": "auto" (adaptive K); remove it or set k to "auto"')
-        return body.k or settings.default_k, None
+        return body.k or settings.limits.default_k, None
     if body.mode != "consensus" or body.permutations is not None:
         raise client_error("k", '"auto" applies to mode consensus over the permutation schedule (no permutations)')
-    k_max = body.k_max or settings.default_k
+    k_max = body.k_max or settings.limits.default_k
     k_min = body.k_min if "k_min" in body.model_fields_set else min(body.k_min, k_max)
     if k_min > k_max:
         raise client_error("k_min", f"must not exceed k_max ({k_max})")
@@ -132,8 +139,8 @@ def budget(body: ListwiseRequest, settings: Settings, model: ResolvedModel | Jur
     """The request's spending limits; a cost budget needs the model's (every juror's) price."""
     if body.max_calls is None and body.max_cost_usd is None:
         return None
-    jurors = model.jurors if isinstance(model, Jury) else (model,)
-    unpriced = [m.string for m in jurors if m.string not in settings.prices]
+    jurors = model.jurors
+    unpriced = [m.string for m in jurors if m.string not in settings.prompting.prices]
     if body.max_cost_usd is not None and unpriced:
         first = unpriced[0]
         raise client_error(

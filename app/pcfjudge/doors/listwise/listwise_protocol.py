@@ -137,6 +137,11 @@ class CandidateOut(BaseModel):
     )
 
 
+class ScaleOut(BaseModel):
+    shift: float = Field(description="Points added to every fitted score (0: as fitted).")
+    factor: float = Field(description="Then multiplied by this (1 unless the fitted spread passed 100).")
+
+
 class WindowsOut(BaseModel):
     """How a judgment past one window went (docs/method.md, "Many candidates")."""
 
@@ -145,14 +150,37 @@ class WindowsOut(BaseModel):
     rounds: int = Field(description="Rounds budgeted: the most windows any candidate is shown in (k).")
     calls_budgeted: int = Field(description="The most calls this judgment could make (checked against the limits).")
     windows_judged: int
-    steps: int = Field(description="Round trips: the first rounds together, then one per boundary round.")
+    steps: int = Field(
+        description="Round trips: the whole order's rounds together; with a top, the first round, then one per "
+        "stage and per boundary step."
+    )
     stopped: Literal["rounds", "certified", "budget", "failed", "incomplete", "deadline"] = Field(
-        description="rounds: every round made; certified: the top (the winner, or rerank's top_n) no longer in "
-        "doubt; budget: the rounds ran out with candidates still within two standard errors of the boundary; "
+        description="rounds: every round made; certified: the top (the winner, or rerank's top_n, at least its top "
+        "10) no longer in doubt; budget: the calls ran out with candidates still within two standard errors of the "
+        "boundary; "
         "failed: calls of a step failed, so no further boundary round was planned (the result is degraded); "
         "incomplete: failed calls left a candidate unjudged or off the scale; deadline: the caller's deadline came."
     )
-    residual_sd: float = Field(description="Scatter of one call's values around the fit (0–100 scale).")
+    residual_sd: float | None = Field(
+        description="Scatter of one call's values around the fit (0–100 scale); null while the windows are too few "
+        "to measure it (then no standard error is known either, and nothing is certified)."
+    )
+    top_n: int = Field(default=0, description="The top asked for (the winner: 1; rerank's top_n; 0: the whole order).")
+    settled: bool | None = Field(
+        default=None,
+        description="With a top_n: whether who is in it is no longer in doubt (fewer than two candidates within two "
+        "standard errors of its boundary). false: the budget ran out first; rerank says so in meta.warnings.",
+    )
+    scale: ScaleOut = Field(
+        default_factory=lambda: ScaleOut(shift=0.0, factor=1.0),
+        description="How the fitted scores were put on 0–100: consensus = (fitted + shift) · factor. The fit "
+        "identifies differences only; shift 0 and factor 1 unless they strayed past 0 or 100 (docs/method.md).",
+    )
+    position_effects: list[float] = Field(
+        default_factory=list,
+        description="The judge's position bias as the fit measured it, by display position (0 first), in points of "
+        "the 0–100 scale; taken out of every candidate's consensus.",
+    )
 
 
 class JudgmentOut(BaseModel):

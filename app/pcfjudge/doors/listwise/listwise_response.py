@@ -9,6 +9,7 @@ would serialise (``tests/doors/listwise/test_listwise_response.py`` checks that)
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from pcfjudge.doors.jury_response import jury_data
@@ -95,7 +96,8 @@ def _fitted(result: ListwiseResult, cid: str) -> dict[str, Any]:
     report = result.windows
     if report is None:
         return {"standard_error": None, "appearances": None}
-    return {"standard_error": round(float(report.standard_errors[cid]), 4), "appearances": report.appearances[cid]}
+    error = float(report.standard_errors[cid])  # infinite while the fit could not measure its scatter: null
+    return {"standard_error": round(error, 4) if math.isfinite(error) else None, "appearances": report.appearances[cid]}
 
 
 def _windows(report: WindowReport) -> dict[str, Any]:
@@ -107,7 +109,11 @@ def _windows(report: WindowReport) -> dict[str, Any]:
         "windows_judged": report.windows_judged,
         "steps": report.steps,
         "stopped": report.stopped,
-        "residual_sd": round(float(report.residual_sd), 4),
+        "residual_sd": round(float(report.residual_sd), 4) if math.isfinite(report.residual_sd) else None,
+        "top_n": report.top_n,
+        "settled": report.settled,
+        "position_effects": [round(float(e), 2) for e in report.position_effects],
+        "scale": {"shift": round(report.scale[0], 4), "factor": round(report.scale[1], 6)},
     }
 
 

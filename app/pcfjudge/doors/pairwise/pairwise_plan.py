@@ -24,11 +24,11 @@ def build_task(body: PairwiseRequest, settings: Settings, judge: Judge) -> Pairw
 
     Identical responses are allowed (a consistent judge calls them a tie).
     """
-    check_texts(settings, body.question, {"response_a": body.response_a, "response_b": body.response_b})
+    check_texts(settings.limits, body.question, {"response_a": body.response_a, "response_b": body.response_b})
     model = resolve_model(judge, body.model, body.oracle_best)
     return PairwiseTask(
         **body.model_dump(include=TASK_FIELDS),
         cache_mode=body.cache,
         model=model,
-        style=prompt_style(settings, body.rationales, "pairwise"),
+        style=prompt_style(settings.prompting, body.rationales),
     )

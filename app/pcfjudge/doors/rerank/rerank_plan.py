@@ -3,10 +3,13 @@
 ``/v1/rerank`` + ``/v2/rerank`` (Cohere/Jina shape).
 
 Up to ``PCFJ_MAX_CANDIDATES`` (default 16, one prompt's window) documents are one listwise judgment over K
-permutations; more, up to ``PCFJ_MAX_ITEMS`` (default 1,000), are judged in rounds of windows fitted onto one scale
-(``engine.window_runs``), so relevance scores are comparable across the whole list. With ``top_n`` the rounds after
-the first two go to the documents still uncertain at the ``top_n`` boundary; without it every round is uniform
-(every relevance score matters). More than ``PCFJ_MAX_ITEMS`` is a 413 naming the limit; none is a 400.
+permutations; more, up to ``PCFJ_MAX_ITEMS`` (default 10,000), are judged in rounds of windows fitted onto one scale
+(``engine.window_runs``), so relevance scores are comparable across the whole list. With ``top_n``, one round and
+then a tournament on one scale narrow the field to the documents still in contention, and the calls left go to its
+boundary; without it every round is uniform (every relevance score matters). ``pcfjudge.max_calls`` states the
+budget. More than ``PCFJ_MAX_ITEMS`` is a 413 naming the limit; none is a 400. A document longer than
+``max_tokens_per_doc`` (Cohere's default 4,096 tokens) is truncated, or with ``long_documents`` best_chunk split into
+chunks judged as candidates, the document scored by its best (``chunks``, ``best_chunks``).
 
 One document (retrievers return one all the time, and Cohere and TEI accept it) is judged pointwise, exactly as a
 reward group of one is (``pcfjudge.reward.scoring``): the same listwise task with a single candidate, one call (there
@@ -18,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pcfjudge.backends.registry import KNOWN_PROVIDERS, Jury, ResolvedModel
+from pcfjudge.backends.registry import Jury, ResolvedModel
 from pcfjudge.doors.checks import check_texts, resolve_model
 from pcfjudge.doors.decisions import judged, record_listwise
 from pcfjudge.doors.listwise.listwise_protocol import ListwiseResponse
@@ -31,12 +34,18 @@ from pcfjudge.engine.plan import Plan
 from pcfjudge.engine.progress import Watch
 from pcfjudge.errors import ApiError, client_error
 from pcfjudge.judging import consensus as cons
-from pcfjudge.judging.window_rounds import WindowOptions
+from pcfjudge.judging.waves import Budget
+from pcfjudge.judging.window_rounds import WindowOptions, least_calls
 from pcfjudge.kept import KeptFor
 from pcfjudge.settings import Settings
 from pcfjudge.telemetry.metrics import Door, Metrics
 
 CHARS_PER_TOKEN = 4  # max_tokens_per_doc without a tokenizer for every judge model: a documented approximation
+TOKENS_PER_DOC = 4096  # Cohere's default max_tokens_per_doc: a longer document is truncated, with a warning
+CUT_WITH = {
+    "documents": "send max_tokens_per_doc (about 4 characters a token) to have it cut",
+    "texts": "send truncate: true to have it cut",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,8 +59,8 @@ class Ranked:
     pointwise: bool = False
 
     def relevance(self, index: int) -> float:
-        """score / 100, within 0–1 (a fitted consensus past one window may stray past 0–100; the order does not
-        change: it follows the unclipped consensus): equal scores, equal relevance."""
+        """score / 100, within 0–1 (every consensus is on 0–100: past one window the fit is put there by
+        ``window_fit.on_scale``, so nothing is clipped here): equal scores, equal relevance."""
         return round(min(1.0, max(0.0, self.consensus[index] / 100.0)), 6)
 
 
@@ -59,32 +68,37 @@ def check_count(s: Settings, n: int, field: str) -> None:
     """1 to max_items documents: 400 for none, 413 naming the limit for too many. Two or more must also be at
     least PCFJ_MIN_CANDIDATES (422); one is judged pointwise."""
     if n == 0:
-        raise ApiError("empty", f"`{field}` cannot be empty; send 1 to {s.max_items}")
-    if 1 < n < s.min_candidates:
-        detail = f"send 1, or at least {s.min_candidates} (got {n}): relevance is judged relative to the other {field}"
+        raise ApiError("empty", f"`{field}` cannot be empty; send 1 to {s.limits.max_items}")
+    if 1 < n < s.limits.min_candidates:
+        detail = f"send 1, or at least {s.limits.min_candidates} (got {n}): relevance is judged relative to the other {field}"
         raise client_error(field, detail)
-    if n > s.max_items:
+    if n > s.limits.max_items:
         detail = (
-            f"{n} {field} > maximum allowed {s.max_items} per request (PCFJ_MAX_ITEMS); send at most {s.max_items}, "
-            f"e.g. the top {s.max_items} of a first-stage retriever"
+            f"{n} {field} > maximum allowed {s.limits.max_items} per request (PCFJ_MAX_ITEMS); send at most {s.limits.max_items}, "
+            f"e.g. the top {s.limits.max_items} of a first-stage retriever"
         )
         raise ApiError("too_many_documents", detail, field=field)
 
 
-def judge_model(judge: Judge, named: str | None, options: RerankOptions | None) -> ResolvedModel | Jury:
-    """``pcfjudge.model``, else ``model`` when it names judges of ours (provider:model with a provider of ours, a
-    PCFJ_JURIES name, or comma-separated models: a jury), else the server's default; a judge of ours that cannot
-    be served is a 422."""
+def judge_model(judge: Judge, named: str | list[str] | None, options: RerankOptions | None) -> ResolvedModel | Jury:
+    """``pcfjudge.model``, else ``model`` resolved as every door resolves it (a provider:model, a fleet by
+    ``fleet:<name>`` or its bare name, a jury), except a reranker's own name (``reranker_name``: rerank-v3.5,
+    jina-reranker-v2-base-multilingual, BAAI/bge-reranker-v2-m3), which the server's default judge answers. Any other
+    name that is not a judge of this server is a 422 naming what is."""
     explicit = options.model if options is not None else None
-    if explicit is None and named is not None and _ours(named, judge.settings):
+    if explicit is None and named is not None and not reranker_name(named, judge):
         explicit = named
     return resolve_model(judge, explicit, None)
 
 
-def _ours(named: str, s: Settings) -> bool:
-    providers = (*KNOWN_PROVIDERS, *s.engines)
-    parts = named.split(",")
-    return named in s.juries or all(":" in p and p.strip().partition(":")[0] in providers for p in parts)
+def reranker_name(named: str | list[str], judge: Judge) -> bool:
+    """A reranker's model name as Cohere's, Jina's and TEI's clients send it (it says ``rerank``, has no provider
+    prefix, and is not a fleet or jury of this server)."""
+    if not isinstance(named, str):
+        return False
+    s = judge.settings
+    ours = named in s.jury.juries or named in judge.registry.fleets
+    return not ours and ":" not in named and "," not in named and "rerank" in named.lower()
 
 
 def document_text(document: str | dict[str, str], rank_fields: list[str] | None, index: int) -> str:
@@ -100,6 +114,52 @@ def document_text(document: str | dict[str, str], rank_fields: list[str] | None,
     if not text.strip():
         raise client_error(f"documents.{index}", "must not be empty or only whitespace")
     return text
+
+
+CHUNKS_PER_DOC = 10  # best_chunk: the most chunks of a document unless max_chunks_per_doc says
+
+
+@dataclass(frozen=True, slots=True)
+class Pieces:
+    """What a Cohere-shaped request's documents become: the texts judged, the document each comes from, and the
+    documents that were longer than ``doc_chars`` (cut or split: ``meta.warnings`` says so)."""
+
+    texts: list[str]
+    owner: list[int]
+    long: list[int]
+
+
+def chunks(body: CohereRerankRequest) -> Pieces:
+    """Each document cut to ``doc_chars``, or with ``long_documents`` best_chunk split into up to
+    ``max_chunks_per_doc`` chunks of that length."""
+    limit = doc_chars(body)
+    split = body.pcfjudge is not None and body.pcfjudge.long_documents == "best_chunk"
+    most = (body.max_chunks_per_doc or CHUNKS_PER_DOC) if split else 1
+    out = Pieces([], [], [])
+    for i, document in enumerate(body.documents):
+        text = document_text(document, body.rank_fields, i)
+        pieces = [text[start : start + limit] for start in range(0, len(text), limit)][:most] or [text]
+        out.texts.extend(pieces)
+        out.owner.extend([i] * len(pieces))
+        if len(text) > limit:
+            out.long.append(i)
+    return out
+
+
+def best_chunks(ranked: Ranked, owner: list[int]) -> Ranked:
+    """Chunks' consensus folded into their documents': each document's best chunk (its order and relevance)."""
+    if len(set(owner)) == len(owner):
+        return ranked
+    best: dict[int, float] = {}
+    for chunk, value in ranked.consensus.items():
+        document = owner[chunk]
+        best[document] = max(value, best.get(document, value))
+    return Ranked(order_by_consensus(best), best, ranked.detail, ranked.pointwise)
+
+
+def doc_chars(body: CohereRerankRequest) -> int:
+    """The characters a document is cut to: ``max_tokens_per_doc`` (default Cohere's 4,096) tokens of 4."""
+    return (body.max_tokens_per_doc or TOKENS_PER_DOC) * CHARS_PER_TOKEN
 
 
 def cut(text: str, limit: int, keep_end: bool = False) -> str:
@@ -119,36 +179,45 @@ def build_task(
     window, ``k`` counts rounds (default PCFJ_WINDOW_ROUNDS) and ``top_n`` is the boundary the later rounds settle."""
     n = len(texts)
     check_count(s, n, field)
-    check_texts(s, query, {f"{field}.{i}": text for i, text in enumerate(texts)})
+    check_texts(s.limits, query, {f"{field}.{i}": text for i, text in enumerate(texts)}, CUT_WITH.get(field, ""))
     opts = options or RerankOptions()
     try:
         weights = cons.resolve_weights(opts.weights)
     except ValueError as exc:
         raise client_error("pcfjudge.weights", str(exc)) from None
-    windowed = n > s.max_candidates
-    if isinstance(model, Jury) and opts.executions != 1:
+    windowed = n > s.limits.max_candidates
+    if model.jury is not None and opts.executions != 1:
         raise client_error("pcfjudge.executions", "a jury's jurors are its executions: send executions 1")
     if windowed and opts.executions != 1:
         raise client_error(
             "pcfjudge.executions",
-            f"more than {s.max_candidates} documents are judged in rounds of "
+            f"more than {s.limits.max_candidates} documents are judged in rounds of "
             "windows: one execution only; raise pcfjudge.k (rounds) instead",
         )
     if windowed and opts.k is not None and opts.k < 2:
-        raise client_error("pcfjudge.k", f"more than {s.max_candidates} documents: k counts rounds, at least 2")
+        raise client_error("pcfjudge.k", f"more than {s.limits.max_candidates} documents: k counts rounds, at least 2")
     boundary = top_n if top_n is not None and top_n < n else 0
+    budget = None
+    if opts.max_calls is not None:
+        if not windowed:
+            raise client_error("pcfjudge.max_calls", f"applies past {s.limits.max_candidates} documents; use k")
+        need = least_calls(n, s.limits.max_candidates, boundary)
+        if opts.max_calls < need:
+            raise client_error("pcfjudge.max_calls", f"{n} documents need at least {need} calls; send {need} or more")
+        budget = Budget(opts.max_calls)
     return ListwiseTask(
         question=query,
         ids=[str(i) for i in range(n)],
         texts=texts,
-        k=opts.k or (s.window_rounds if windowed else s.default_k),
+        k=opts.k or (s.limits.window_rounds if windowed else s.limits.default_k),
         weights=weights,
         executions=opts.executions,
         seed=opts.seed,
         cache_mode=opts.cache,
         model=model,
-        style=prompt_style(s, opts.rationales, "rerank"),
+        style=prompt_style(s.prompting, opts.rationales, by_default=False),  # rerankers read scores
         windows=WindowOptions(top_n=boundary) if windowed else None,
+        budget=budget,
     )
 
 
@@ -165,10 +234,8 @@ _PLANNED: KeptFor[CohereRerankRequest, Plan[ListwiseTask]] = KeptFor(512)
 def _build_plan(body: CohereRerankRequest, s: Settings, judge: Judge) -> Plan[ListwiseTask]:
     if body.relevant_spans is not None and body.relevant_spans.mode == "enabled":
         raise client_error("relevant_spans", "relevant spans are not supported; send mode 'disabled' or omit it")
-    texts = [document_text(doc, body.rank_fields, i) for i, doc in enumerate(body.documents)]
-    if body.max_tokens_per_doc is not None:
-        texts = [cut(text, body.max_tokens_per_doc * CHARS_PER_TOKEN) for text in texts]
     model = judge_model(judge, body.model, body.pcfjudge)
+    texts = chunks(body).texts
     return judge.checked(build_task(s, body.query, texts, body.pcfjudge, model, "documents", body.top_n))
 
 

@@ -16,7 +16,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, Field
 
 from pcfjudge.doors.listwise.listwise_protocol import CandidateOut, ListwiseResponse
-from pcfjudge.schemas.common import DEADLINE_MS, STREAM, Strict, Text, non_blank
+from pcfjudge.schemas.common import DEADLINE_MS, MODEL_OR_JURY, STREAM, Strict, Text, non_blank
 from pcfjudge.types import MAX_K
 
 CutText = Annotated[str, AfterValidator(non_blank), Field(min_length=1, json_schema_extra={"pattern": r"\S"})]
@@ -29,17 +29,27 @@ TeiErrorType = Literal["Unhealthy", "Backend", "Overloaded", "Validation", "Toke
 class RerankOptions(Strict):
     """``"pcfjudge": {...}``: how the documents are judged, and whether to return the full consensus detail."""
 
-    model: str | None = Field(
-        default=None,
-        description="provider:model of the judge (e.g. sim:default), a PCFJ_JURIES name or comma-separated models "
-        "(a jury); default: the server's.",
-    )
+    model: str | list[str] | None = Field(default=None, description=f"{MODEL_OR_JURY} Default: the server's.")
     k: int | None = Field(default=None, ge=1, le=MAX_K, description="Permutations per execution; default 7.")
     executions: int = Field(default=1, ge=1, le=5, description="Independent executions; consensus is averaged.")
+    max_calls: int | None = Field(
+        default=None,
+        ge=1,
+        description="Past one window: the judge calls this ranking may make (default: k rounds' calls, at most "
+        "PCFJ_MAX_WINDOW_CALLS). With top_n they go to the documents still in contention for it; fewer than the "
+        "design needs is a 422 saying how many.",
+    )
     seed: int = Field(default=0, ge=0, description="Selects the (deterministic) permutation schedule.")
     weights: str | dict[str, float] = Field(default="proposed", description="As in /judge/listwise.")
     cache: Literal["use", "refresh", "bypass"] = "use"
     include_runs: bool = Field(default=False, description="Include every run's judgments in the detail.")
+    long_documents: Literal["truncate", "best_chunk"] = Field(
+        default="truncate",
+        description="A document longer than max_tokens_per_doc: truncate (judged by its start, as Cohere's v3 "
+        "models) or best_chunk (split into chunks of max_tokens_per_doc, each judged as a candidate, the document "
+        "scored by its best chunk, as Cohere's v4 models; the pcfjudge detail's candidate ids are then the chunks', "
+        "in document order). /v1 and /v2/rerank only.",
+    )
     rationales: bool | None = Field(
         default=None,
         description="Ask the judge for rationales (null: the server's default, PCFJ_RATIONALES; off for rerank). False saves "
@@ -60,7 +70,7 @@ class TeiRerankRequest(Strict):
         "(default 32,000) is a 422 unless truncate is true."
     )
     texts: list[CutText] = Field(
-        description="The candidate answers; 1 to PCFJ_MAX_ITEMS (default 1,000), more is a 413 naming the limit; past "
+        description="The candidate answers; 1 to PCFJ_MAX_ITEMS (default 10,000), more is a 413 naming the limit; past "
         "PCFJ_MAX_CANDIDATES (default 16) they are judged in rounds of windows fitted onto one scale. "
         "One text is judged pointwise (score = the judge's score / 100), as a reward group of one. A text longer than "
         "PCFJ_MAX_CANDIDATE_CHARS (default 32,000) is a 422 unless truncate is true."
@@ -103,19 +113,20 @@ class RelevantSpans(Strict):
 
 
 class CohereRerankRequest(Strict):
-    model: str | None = Field(
+    model: str | list[str] | None = Field(
         default=None,
-        description="A judge of ours (provider:model, e.g. sim:default; a PCFJ_JURIES name or comma-separated "
-        "models: a jury) or any other name (e.g. rerank-v3.5), "
-        "which means the server's default judge.",
+        description="A judge of ours (provider:model, e.g. sim:default; a fleet of PCFJ_MODELS_FILE as fleet:<name> "
+        "or its bare name; a PCFJ_JURIES name, or a list or comma-separated string of models: a jury), or a reranker's own name (it says "
+        "'rerank', e.g. rerank-v3.5 or jina-reranker-v2-base-multilingual), which means the server's default judge; "
+        "any other name is a 422 naming this server's judges.",
     )
     query: Text = Field(description="The question the documents answer (the judging prompt).")
     documents: list[CutText | dict[str, str]] = Field(
         description="Strings, or objects whose rank_fields (default: text) are judged; 1 to PCFJ_MAX_ITEMS "
-        "(default 1,000), more is a 413 naming the limit; past PCFJ_MAX_CANDIDATES (default 16) they are judged in "
+        "(default 10,000), more is a 413 naming the limit; past PCFJ_MAX_CANDIDATES (default 16) they are judged in "
         "rounds of windows fitted onto one scale (top_n: the later rounds settle its boundary). One document is judged pointwise (relevance_score = the "
-        "judge's score / 100), as a reward group of one. A document longer than PCFJ_MAX_CANDIDATE_CHARS (default "
-        "32,000) is a 422 unless max_tokens_per_doc cuts it."
+        "judge's score / 100), as a reward group of one. A document longer than max_tokens_per_doc is truncated to "
+        "it, with a warning in meta.warnings, as Cohere does."
     )
     top_n: int | None = Field(
         default=None,
@@ -132,9 +143,16 @@ class CohereRerankRequest(Strict):
     max_tokens_per_doc: int | None = Field(
         default=None,
         ge=1,
-        description="Cut each document to about this many tokens (4 characters per token) before judging.",
+        description="Cut each document to about this many tokens (4 characters per token) before judging; default "
+        "4,096, Cohere's (16,384 characters). Past PCFJ_MAX_CANDIDATE_CHARS (32,000) a cut document is still a 422 "
+        "naming it.",
     )
-    max_chunks_per_doc: int | None = Field(default=None, ge=1, description="Accepted for compatibility; unused.")
+    max_chunks_per_doc: int | None = Field(
+        default=None,
+        ge=1,
+        description="With pcfjudge.long_documents best_chunk: the most chunks of max_tokens_per_doc a long document "
+        "is split into (default 10; the rest is cut). Otherwise unused.",
+    )
     priority: int | None = Field(default=None, ge=0, description="Accepted for compatibility; unused.")
     relevant_spans: RelevantSpans | None = Field(default=None, description="Only mode 'disabled' is supported.")
     pcfjudge: RerankOptions | None = Field(
@@ -160,6 +178,11 @@ class RerankMeta(BaseModel):
     api_version: dict[str, str]
     billed_units: BilledUnits
     tokens: dict[str, int] = Field(description="input_tokens and output_tokens, as billed_units.")
+    warnings: list[str] | None = Field(
+        default=None,
+        description="As Cohere's: what the client should know of this ranking, e.g. that the call budget ran out "
+        "before the top top_n was certain (absent when there is nothing to say).",
+    )
 
 
 class RerankResponse(BaseModel):

@@ -4,23 +4,34 @@ field in ``pcfjudge.doors.rerank.rerank_protocol``.
 
 TEI's errors are ``{"error": message, "error_type": kind}`` with TEI's statuses: 400 Empty (no texts), 413
 Validation (more texts than the limit), 422 Validation (bad field), 424 Backend (the judge failed: our 502/504), 429
-Overloaded (our 503, with Retry-After). The Cohere routes answer in this service's error shape
-(``{"error", "detail"}``), which the Cohere SDK raises as its ``ApiError`` subclasses by status.
+Overloaded (our 503, with Retry-After). The Cohere routes answer in the service's error shape with Cohere's
+``message`` (and ``id``) beside it (``http.error_shapes.cohere``), which the Cohere SDK raises as its ``ApiError``
+subclasses by status.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Coroutine
 from typing import Any
 
-from fastapi import APIRouter, Request, Response
-from fastapi.exceptions import RequestValidationError
+from fastapi import Request, Response
 from fastapi.responses import JSONResponse
-from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from pcfjudge._version import __version__
 from pcfjudge.doors.anytime import answer_deadline
-from pcfjudge.doors.rerank.rerank_plan import CHARS_PER_TOKEN, build_plan, build_task, cut, judge_model, rerank
+from pcfjudge.doors.door_routes import respond
+from pcfjudge.doors.rerank.rerank_plan import (
+    CHARS_PER_TOKEN,
+    TOKENS_PER_DOC,
+    Ranked,
+    best_chunks,
+    build_plan,
+    build_task,
+    chunks,
+    cut,
+    doc_chars,
+    judge_model,
+    rerank,
+)
 from pcfjudge.doors.rerank.rerank_protocol import (
     CohereRerankRequest,
     RerankOptions,
@@ -34,21 +45,15 @@ from pcfjudge.engine.judge import Judge
 from pcfjudge.engine.listwise_runs import ListwiseTask
 from pcfjudge.engine.plan import Plan
 from pcfjudge.engine.progress import AnswerBy, Watch
-from pcfjudge.http.deps import ServicesDep, door, services_of, watch_of
-from pcfjudge.http.error_handlers import ERROR_RESPONSES, STREAM_RESPONSE, as_api_error, documented
-from pcfjudge.http.read_body import ReadRoute
+from pcfjudge.errors import client_error
+from pcfjudge.http import error_shapes
+from pcfjudge.http.deps import ServicesDep
+from pcfjudge.http.door_spec import Answered, Answering, Call, DoorRouter, DoorSpec, JobRoute, http_call, watch_for
+from pcfjudge.http.error_handlers import ERROR_RESPONSES, STREAM_RESPONSE, documented
 from pcfjudge.kept import KeptFor
 from pcfjudge.services import Services
 from pcfjudge.settings import Settings
 
-TEI_STATUS: dict[int, tuple[int, str]] = {
-    400: (400, "Empty"),
-    413: (413, "Validation"),
-    429: (429, "Overloaded"),
-    502: (424, "Backend"),
-    503: (429, "Overloaded"),
-    504: (424, "Backend"),
-}
 TEI_RESPONSES = documented(
     {
         400: "No texts (error_type Empty)",
@@ -67,44 +72,8 @@ COHERE_RESPONSES = ERROR_RESPONSES | documented(
 )
 
 
-def tei_error(status: int, kind: str, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
-    return JSONResponse({"error": message, "error_type": kind}, status, headers=headers)
-
-
-def _validation_message(exc: RequestValidationError) -> str:
-    parts = []
-    for e in list(exc.errors())[:5]:
-        field = ".".join(str(p) for p in e.get("loc", ()) if p != "body") or "body"
-        message = "unknown field; remove it" if e.get("type") == "extra_forbidden" else str(e.get("msg", "invalid"))
-        parts.append(f"{field}: {message}")
-    return "; ".join(parts)
-
-
-class TeiRoute(ReadRoute):
-    """Answers this route's client and backend errors in TEI's shape instead of the service's."""
-
-    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
-        handler = super().get_route_handler()
-
-        async def tei_handler(request: Request) -> Response:
-            try:
-                return await handler(request)
-            except RequestValidationError as exc:
-                return tei_error(422, "Validation", _validation_message(exc))
-            except StarletteHTTPException as exc:  # a body FastAPI cannot read (e.g. not UTF-8): TEI's serde error
-                return tei_error(422, "Validation", f"{exc.detail}; send a JSON object (UTF-8)")
-            except Exception as exc:  # ours (a client mistake, a refusal, a failed judgment): in TEI's shape
-                error = as_api_error(exc)
-                if error is None:
-                    raise
-                status, kind = TEI_STATUS.get(error.status, (error.status, "Validation"))
-                return tei_error(status, kind, error.detail, error.headers)
-
-        return tei_handler
-
-
-tei_router = APIRouter(route_class=TeiRoute)
-router = APIRouter(route_class=ReadRoute)
+tei_router = DoorRouter(error_shapes.tei)
+router = DoorRouter(error_shapes.cohere)
 
 
 @tei_router.get("/info", response_model=TeiInfo, tags=["rerank"])
@@ -122,11 +91,11 @@ async def tei_info(services: ServicesDep) -> TeiInfo:
             "model_dtype": "unknown",
             "served_model_name": model,
             "model_type": {"reranker": {"id2label": {"0": "LABEL_0"}, "label2id": {"LABEL_0": 0}}},
-            "max_concurrent_requests": s.max_pending_requests,
-            "max_input_length": s.max_candidate_chars // CHARS_PER_TOKEN,
-            "max_batch_tokens": s.max_input_tokens_per_request,
+            "max_concurrent_requests": s.access.max_pending_requests,
+            "max_input_length": s.limits.max_candidate_chars // CHARS_PER_TOKEN,
+            "max_batch_tokens": s.access.max_input_tokens_per_request,
             "max_batch_requests": None,
-            "max_client_batch_size": s.max_items,
+            "max_client_batch_size": s.limits.max_items,
             "auto_truncate": False,
             "tokenization_workers": 0,
             "version": __version__,
@@ -142,13 +111,13 @@ async def tei_rerank(body: TeiRerankRequest, request: Request) -> JSONResponse:
 
     ``score`` is consensus/100 (``raw_scores``: the consensus, 0–100); ties keep equal scores in request order.
     """
-    services = services_of(request)  # the door's shape (one body and the request): ``http.read_body``'s lean handler
+    call = http_call(request, "rerank")  # TEI's rerank never streams
+    services = call.services
     s, judge = services.settings, services.judge
-    watch = watch_of(request, _deadline(services, body.pcfjudge, request))
+    watch = watch_for(_deadline(services, body.pcfjudge, request))
     plan = _TEI_PLANS.derive(body, (s, judge), lambda: _tei_plan(body, s, judge))  # once per body, as Cohere's
     include_runs = body.pcfjudge is not None and body.pcfjudge.include_runs
-    at = door(request, "rerank")  # TEI's rerank never streams
-    ranked = await rerank(services.judge, services.metrics, request.state.request_id, plan, include_runs, at, watch)
+    ranked = await rerank(services.judge, services.metrics, call.request_id, plan, include_runs, call.at, watch)
     stats = {int(c.id): c for c in ranked.detail.candidates}
     ranks = [
         TeiRank(
@@ -159,15 +128,31 @@ async def tei_rerank(body: TeiRerankRequest, request: Request) -> JSONResponse:
         ).model_dump(mode="json", exclude_none=True)
         for i in ranked.order
     ]
-    return JSONResponse(ranks)
+    return JSONResponse(ranks, headers=tei_warning(ranked))
+
+
+def tei_warning(ranked: Ranked) -> dict[str, str]:
+    """TEI's answer is a bare array, so what Cohere's ``meta.warnings`` says goes in ``X-PCFJudge-Warning``: fewer
+    rounds than asked, when the call budget (``PCFJ_MAX_WINDOW_CALLS``, ``pcfjudge.max_calls``) cut them."""
+    report = ranked.detail.diagnostics.windows
+    if report is None or report.calls_budgeted >= report.windows_per_round * report.rounds:
+        return {}
+    made = report.calls_budgeted // report.windows_per_round
+    return {
+        "X-PCFJudge-Warning": f"{made} of {report.rounds} rounds fit the call budget ({report.calls_budgeted} calls): "
+        "each text was judged in fewer windows; raise pcfjudge.max_calls or PCFJ_MAX_WINDOW_CALLS"
+    }
 
 
 def _tei_plan(body: TeiRerankRequest, s: Settings, judge: Judge) -> Plan[ListwiseTask]:
+    if body.pcfjudge is not None and body.pcfjudge.long_documents != "truncate":
+        detail = "TEI's rerank cuts long texts with truncate: true; best_chunk is for /v1 and /v2/rerank"
+        raise client_error("pcfjudge.long_documents", detail)
     query, texts = body.query, list(body.texts)
     if body.truncate:
         keep_end = body.truncation_direction.lower() == "left"
-        query = cut(query, s.max_question_chars, keep_end)
-        texts = [cut(text, s.max_candidate_chars, keep_end) for text in texts]
+        query = cut(query, s.limits.max_question_chars, keep_end)
+        texts = [cut(text, s.limits.max_candidate_chars, keep_end) for text in texts]
     model = judge_model(judge, None, body.pcfjudge)
     return judge.checked(build_task(s, query, texts, body.pcfjudge, model, "texts"))
 
@@ -183,39 +168,25 @@ async def cohere_rerank(body: CohereRerankRequest, request: Request) -> Response
     ``relevance_score`` is consensus/100; ties keep equal scores in request order. ``model`` picks one of our
     judges when it is a provider:model of ours (e.g. sim:default); any other name (rerank-v3.5) uses the default.
     """
-    services = services_of(request)  # the door's shape (one body and the request): ``http.read_body``'s lean handler
-    watch = watch_of(request, _deadline(services, body.pcfjudge, request))
-    plan = build_plan(body, services.settings, services.judge)  # checked here, before any answer
-    endpoint = "/v1/rerank" if request.url.path.startswith("/v1/") else "/v2/rerank"
+    return await respond(request, body, COHERE_V1 if request.url.path.startswith("/v1/") else COHERE_V2, "rerank")
 
-    async def reranked(watch: Watch) -> dict[str, Any]:
-        return await _cohere_payload(body, request, services, plan, endpoint, len(body.documents), watch)
 
-    if body.pcfjudge is not None and body.pcfjudge.stream:
-        from pcfjudge.http.streaming import stream  # server-sent events: loaded by the first stream
-
-        return await stream(reranked, watch, request.state.request_id)
-    return JSONResponse(await reranked(watch))
+def plan_of(services: Services, body: CohereRerankRequest) -> Plan[ListwiseTask]:
+    return build_plan(body, services.settings, services.judge)
 
 
 def _deadline(services: Services, options: RerankOptions | None, request: Request) -> AnswerBy | None:
     given = options.deadline_ms if options is not None else None
-    return answer_deadline(services.settings, given, request.headers.get("prefer"))
+    return answer_deadline(services.settings.fanout, given, request.headers.get("prefer"))
 
 
-async def _cohere_payload(
-    body: CohereRerankRequest,
-    request: Request,
-    services: Services,
-    plan: Plan[ListwiseTask],
-    endpoint: str,
-    n: int,
-    watch: Watch,
-) -> dict[str, Any]:
+async def answer(call: Call, body: CohereRerankRequest, plan: Plan[ListwiseTask], watch: Watch) -> Answered:
     """The Cohere-shaped answer for the judged documents (``pcfjudge``: the full consensus, when asked)."""
     include_runs = body.pcfjudge is not None and body.pcfjudge.include_runs
-    at = door(request, "rerank", body.pcfjudge is not None and body.pcfjudge.stream)
-    ranked = await rerank(services.judge, services.metrics, request.state.request_id, plan, include_runs, at, watch)
+    services, n, endpoint = call.services, len(body.documents), call.at.endpoint
+    ranked = await rerank(services.judge, services.metrics, call.request_id, plan, include_runs, call.at, watch)
+    pieces = chunks(body)  # as the plan cut them (the plan may have been made in another process: a job)
+    ranked = best_chunks(ranked, pieces.owner)  # documents split into chunks: each scored by its best
     usage = ranked.detail.usage
     tokens = {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens}
     results = []
@@ -226,13 +197,14 @@ async def _cohere_payload(
             item["document"] = document if isinstance(document, dict) else {"text": document}
         results.append(item)
     meta = {
-        "api_version": {"version": endpoint[2]},
+        "api_version": {"version": "1" if endpoint.startswith("/v1/") else "2"},
         "billed_units": {"search_units": -(-n // 100), **tokens},
         "tokens": tokens,
+        "warnings": warnings(ranked, body, pieces.long) or None,
     }
     response = RerankResponse.model_validate(
         {
-            "id": request.state.request_id,
+            "id": call.request_id,
             "model": ranked.detail.model,
             "results": results,
             "meta": meta,
@@ -246,4 +218,63 @@ async def _cohere_payload(
             del item["document"]
     if payload["pcfjudge"] is None:
         del payload["pcfjudge"]
-    return payload
+    if payload["meta"]["warnings"] is None:  # as Cohere's: absent when there is nothing to say
+        del payload["meta"]["warnings"]
+    return Answered(payload)
+
+
+def warnings(ranked: Ranked, body: CohereRerankRequest, long: list[int]) -> list[str]:
+    """What Cohere's ``meta.warnings`` should tell of this ranking: documents truncated to ``max_tokens_per_doc``,
+    and a top_n the budget did not settle."""
+    said = []
+    limit = doc_chars(body)
+    split = body.pcfjudge is not None and body.pcfjudge.long_documents == "best_chunk"
+    if long:
+        tokens = body.max_tokens_per_doc or TOKENS_PER_DOC
+        how = (
+            "split into chunks of it, each scored by its best" if split else "truncated to it and judged by their start"
+        )
+        said.append(
+            f"{len(long)} document(s) longer than max_tokens_per_doc ({tokens} tokens, about {limit} characters) "
+            f"were {how} (the first: index {long[0]})"
+        )
+    report = ranked.detail.diagnostics.windows
+    if report is not None and body.top_n is not None and report.settled is False:
+        said.append(
+            f"the top {body.top_n} is not certain: the {report.calls_budgeted} calls budgeted ran out with documents "
+            "still within two standard errors of its boundary; raise pcfjudge.max_calls (or pcfjudge.k) to settle it"
+        )
+    return said
+
+
+def _answering(body: CohereRerankRequest) -> Answering:
+    return body.pcfjudge or RerankOptions()
+
+
+COHERE_V1 = JobRoute("/v1/rerank", CohereRerankRequest, _answering, "pcfjudge.stream", plan_of, answer)
+COHERE_V2 = JobRoute("/v2/rerank", CohereRerankRequest, _answering, "pcfjudge.stream", plan_of, answer)
+CAPITALS = [
+    "Carson City is the capital city of the American state of Nevada.",
+    "Washington, D.C. (officially the District of Columbia) is the capital of the United States.",
+    "Capital punishment is legal in some states of the United States.",
+]
+EXAMPLES: dict[str, dict[str, Any]] = {  # a working body per route, for /docs "Try it out" (api.examples)
+    "/rerank": {
+        "query": "What is Deep Learning?",
+        "texts": ["Deep Learning is not...", "Deep learning is..."],
+    },
+    "/v1/rerank": {
+        "model": "rerank-v3.5",
+        "query": "What is the capital of the United States?",
+        "documents": CAPITALS,
+        "top_n": 2,
+    },
+    "/v2/rerank": {
+        "model": "rerank-v3.5",
+        "query": "What is the capital of the United States?",
+        "documents": CAPITALS,
+        "top_n": 2,
+    },
+}
+
+DOOR = DoorSpec("rerank", (router, tei_router), (COHERE_V1, COHERE_V2), "rerank.md", examples=EXAMPLES)

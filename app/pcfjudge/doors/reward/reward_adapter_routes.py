@@ -14,12 +14,15 @@ whose judgment failed fails its whole request with 503 and Retry-After: the fram
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated
+from collections import Counter
+from collections.abc import Sequence
+from typing import Annotated
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import Depends, Query, Request
 
 from pcfjudge.doors.anytime import answer_deadline
 from pcfjudge.doors.decisions import listwise_recorder
+from pcfjudge.doors.reward.reward_plan import Item, Judged, check_samples, judge_plan, plan
 from pcfjudge.doors.reward.reward_protocol import (
     OpenRLHFRequest,
     OpenRLHFResponse,
@@ -28,19 +31,17 @@ from pcfjudge.doors.reward.reward_protocol import (
     SlimeRequest,
     SlimeResponse,
 )
-from pcfjudge.doors.reward.reward_routes import failure_error
 from pcfjudge.engine.progress import AnswerBy, Watch
-from pcfjudge.errors import client_error
-from pcfjudge.http.deps import ServicesDep, door, watch_of
-from pcfjudge.http.error_handlers import ERROR_RESPONSES
-from pcfjudge.http.read_body import ReadRoute
+from pcfjudge.errors import ApiError, client_error
+from pcfjudge.http.deps import ServicesDep
+from pcfjudge.http.door_spec import DoorRouter, http_call, watch_for
+from pcfjudge.http.error_handlers import ERROR_RESPONSES, STATUS
+from pcfjudge.reward.scoring import Failure
+from pcfjudge.reward.text import chat_text, strip_end_tokens
 from pcfjudge.services import Services
 from pcfjudge.types import MAX_K
 
-if TYPE_CHECKING:
-    from pcfjudge.doors.reward.reward_plan import Item, Judged
-
-router = APIRouter(route_class=ReadRoute)
+router = DoorRouter()
 
 
 OPENRLHF_DEADLINE_MS = 170_000
@@ -75,10 +76,8 @@ async def judged(
 ) -> Judged:
     """``items`` judged as one reward plan, recorded under the reward door; 503 + Retry-After when any failed (a
     trainer cannot take a null reward)."""
-    from pcfjudge.doors.reward.reward_plan import judge_plan, plan
-
     reward_plan = plan(services.settings, services.judge, options, items, field)
-    record = listwise_recorder(services.metrics, door(request, "reward"))
+    record = listwise_recorder(services.metrics, http_call(request, "reward").at)
     result = await judge_plan(services.settings, services.rewards, reward_plan, record, watch)
     if result.failures:
         raise failure_error(result.failures, status=503)
@@ -88,7 +87,7 @@ async def judged(
 def trainer_deadline(services: Services, options: RewardOptions, request: Request, default_ms: int) -> AnswerBy | None:
     """The request's deadline (query ``deadline_ms`` or ``Prefer: wait``), else what the trainer is known to wait."""
     given = options.deadline_ms if options.deadline_ms is not None or request.headers.get("prefer") else default_ms
-    return answer_deadline(services.settings, given, request.headers.get("prefer"))
+    return answer_deadline(services.settings.fanout, given, request.headers.get("prefer"))
 
 
 @router.post("/get_reward", response_model=OpenRLHFResponse, responses=ERROR_RESPONSES)
@@ -97,12 +96,9 @@ async def openrlhf_route(
 ) -> OpenRLHFResponse:
     """OpenRLHF's remote reward model protocol (see the module docstring); 503 + Retry-After on judging failures.
     Answers within OpenRLHF's 180 s client timeout (170 s unless ``deadline_ms`` says otherwise)."""
-    from pcfjudge.doors.reward.reward_plan import Item, check_samples
-    from pcfjudge.reward.text import strip_end_tokens
-
-    watch = watch_of(request, trainer_deadline(services, options, request, OPENRLHF_DEADLINE_MS))
+    watch = watch_for(trainer_deadline(services, options, request, OPENRLHF_DEADLINE_MS))
     n = len(body.query)
-    check_samples(services.settings, n, "query")  # before any work on them
+    check_samples(services.settings.access, n, "query")  # before any work on them
     if len(body.prompts) != n:
         raise client_error("prompts", f"send one prompt per query ({n} queries, {len(body.prompts)} prompts)")
     labels = body.labels if body.labels is not None else [None] * n
@@ -139,13 +135,27 @@ async def slime_route(
 ) -> SlimeResponse:
     """slime's ``remote_rm`` protocol: one sample, answered ``{"reward": …}``; 503 + Retry-After on failure.
     Answers within slime's 300 s client timeout (290 s unless ``deadline_ms`` says otherwise)."""
-    from pcfjudge.doors.reward.reward_plan import Item
-    from pcfjudge.reward.text import chat_text
-
-    watch = watch_of(request, trainer_deadline(services, options, request, SLIME_DEADLINE_MS))
+    watch = watch_for(trainer_deadline(services, options, request, SLIME_DEADLINE_MS))
     prompt = chat_text(body.prompt)
     if not prompt.strip():
         raise client_error("prompt", "must not be empty or only whitespace")
     label = None if body.label is None else str(body.label)
     one = await judged(services, options, request, [Item(prompt, body.response, label)], "body", watch)
     return SlimeResponse.model_validate(one.samples[0].model_dump())
+
+
+RETRY_AFTER_S = 5  # a failed judgment's Retry-After when no backend named one
+
+
+def failure_error(failures: Sequence[Failure], *, status: int | None = None) -> ApiError:
+    """The error for samples that got no reward: the most common failure's kind and status (unless ``status``
+    forces one), with Retry-After whenever the answer is 503 or 429 or a backend named a wait."""
+    statuses = [(STATUS[f.kind], f.kind) for f in failures]
+    (code, kind), _ = Counter(statuses).most_common(1)[0]
+    first = next(f for f, key in zip(failures, statuses, strict=True) if key == (code, kind))
+    code = status or code
+    waits = [f.retry_after for f in failures if f.retry_after is not None]
+    headers = {"Retry-After": str(max(1, round(max(waits) + 0.499)))} if waits else None
+    if headers is None and code in (429, 503):
+        headers = {"Retry-After": str(RETRY_AFTER_S)}
+    return ApiError(kind, first.detail, headers=headers, status=code)

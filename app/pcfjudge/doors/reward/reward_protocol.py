@@ -33,6 +33,12 @@ class RewardOptions(Strict):
         description="Permutations per group; default PCFJ_DEFAULT_K. A group past PCFJ_MAX_CANDIDATES: rounds of "
         "windows (at least 2; default PCFJ_WINDOW_ROUNDS).",
     )
+    max_calls: int | None = Field(
+        default=None,
+        ge=1,
+        description="A group past PCFJ_MAX_CANDIDATES: the calls its rounds of windows may make (default: k rounds'); "
+        "fewer than two rounds' is a 422 saying how many.",
+    )
     reward: RewardMode = Field(default="consensus", description=_REWARD_HELP)
     group_size: int | None = Field(
         default=None,

@@ -5,74 +5,71 @@ Retry-After when overloaded) so clients' retry loops retry; otherwise a failed s
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from fastapi import APIRouter, Request
+from fastapi import Request
+from starlette.responses import Response
 
-from pcfjudge.doors.anytime import answer_deadline
 from pcfjudge.doors.decisions import listwise_recorder
+from pcfjudge.doors.door_routes import respond
+from pcfjudge.doors.reward.reward_adapter_routes import failure_error
+from pcfjudge.doors.reward.reward_adapter_routes import router as adapters
+from pcfjudge.doors.reward.reward_plan import Groups, judge_plan, plan_request
 from pcfjudge.doors.reward.reward_protocol import RewardRequest, RewardResponse
 from pcfjudge.engine.progress import Watch
-from pcfjudge.errors import ApiError
-from pcfjudge.http.deps import ServicesDep, door, watch_of
-from pcfjudge.http.error_handlers import ERROR_RESPONSES, STATUS, STREAM_RESPONSE
-from pcfjudge.http.read_body import ReadRoute
+from pcfjudge.http.door_spec import Answered, Call, DoorRouter, DoorSpec, JobRoute
+from pcfjudge.http.error_handlers import ERROR_RESPONSES, STREAM_RESPONSE
+from pcfjudge.services import Services
 
-if TYPE_CHECKING:
-    from pcfjudge.reward.scoring import Failure
-
-router = APIRouter(route_class=ReadRoute)
+router = DoorRouter()
 
 
 @router.post("/v1/reward", response_model=RewardResponse, responses=ERROR_RESPONSES | STREAM_RESPONSE)
-async def reward_route(body: RewardRequest, request: Request, services: ServicesDep) -> Any:
+async def reward_route(body: RewardRequest, request: Request) -> Response:
     """Rewards (0-1) for completions; samples of a group (default: same prompt) are judged together, K calls a group.
     ``deadline_ms`` (or ``Prefer: wait=<s>``) answers by then; ``stream`` sends server-sent events."""
-    from pcfjudge.doors.reward.reward_plan import judge_plan, plan_request
-
-    settings = services.settings
-    watch = watch_of(request, answer_deadline(settings, body.deadline_ms, request.headers.get("prefer")))
-    reward_plan = plan_request(settings, services.judge, body)  # checked here, before any answer
-    record = listwise_recorder(services.metrics, door(request, "reward", body.stream))
-
-    async def rewarded(watch: Watch) -> RewardResponse:
-        judged = await judge_plan(settings, services.rewards, reward_plan, record, watch)
-        if len(judged.failures) == len(judged.samples):
-            raise failure_error(judged.failures)
-        return RewardResponse(
-            request_id=request.state.request_id,
-            model=judged.model,
-            reward=body.reward,
-            rewards=[s.reward for s in judged.samples],
-            samples=judged.samples,
-            usage=judged.usage,
-        )
-
-    if body.stream:
-
-        async def data(watch: Watch) -> dict[str, Any]:
-            return (await rewarded(watch)).model_dump(mode="json")
-
-        from pcfjudge.http.streaming import stream  # server-sent events: loaded by the first stream
-
-        return await stream(data, watch, request.state.request_id)
-    return await rewarded(watch)
+    return await respond(request, body, REWARD, "reward")
 
 
-RETRY_AFTER_S = 5  # a failed judgment's Retry-After when no backend named one
+def plan_of(services: Services, body: RewardRequest) -> Groups:
+    return plan_request(services.settings, services.judge, body)
 
 
-def failure_error(failures: Sequence[Failure], *, status: int | None = None) -> ApiError:
-    """The error for samples that got no reward: the most common failure's kind and status (unless ``status``
-    forces one), with Retry-After whenever the answer is 503 or 429 or a backend named a wait."""
-    statuses = [(f.status or STATUS[f.kind], f.kind) for f in failures]
-    (code, kind), _ = Counter(statuses).most_common(1)[0]
-    first = next(f for f, key in zip(failures, statuses, strict=True) if key == (code, kind))
-    code = status or code
-    waits = [f.retry_after for f in failures if f.retry_after is not None]
-    headers = {"Retry-After": str(max(1, round(max(waits) + 0.499)))} if waits else None
-    if headers is None and code in (429, 503):
-        headers = {"Retry-After": str(RETRY_AFTER_S)}
-    return ApiError(kind, first.detail, headers=headers, status=code)
+async def answer(call: Call, body: RewardRequest, reward_plan: Groups, watch: Watch) -> Answered:
+    """The groups judged (each recorded for the reward door), as the response's JSON; every sample failed: the
+    failure's error, so clients' retry loops retry."""
+    services = call.services
+    record = listwise_recorder(services.metrics, call.at)
+    judged = await judge_plan(services.settings, services.rewards, reward_plan, record, watch)
+    if len(judged.failures) == len(judged.samples):
+        raise failure_error(judged.failures)
+    response = RewardResponse(
+        request_id=call.request_id,
+        model=judged.model,
+        reward=body.reward,
+        rewards=[s.reward for s in judged.samples],
+        samples=judged.samples,
+        usage=judged.usage,
+    )
+    return Answered(response.model_dump(mode="json"))
+
+
+REWARD = JobRoute("/v1/reward", RewardRequest, lambda b: b, "stream", plan_of, answer)
+SPIDER = "How many legs does a spider have?"
+EXAMPLES: dict[str, dict[str, Any]] = {  # a working body per route, for /docs "Try it out" (api.examples)
+    "/v1/reward": {
+        "samples": [
+            {"prompt": SPIDER, "response": "Eight.", "reference": "eight"},
+            {"prompt": SPIDER, "response": "Six, like an insect.", "reference": "eight"},
+        ],
+        "deadline_ms": 10000,
+    },
+    "/get_reward": {
+        "query": [f"{SPIDER} Eight.", f"{SPIDER} Six, like an insect."],
+        "prompts": [SPIDER, SPIDER],
+        "labels": ["eight", "eight"],
+    },
+    "/v1/reward/one": {"prompt": SPIDER, "response": "Eight.", "label": "eight"},
+}
+
+DOOR = DoorSpec("reward", (router, adapters), (REWARD,), "rewards.md", examples=EXAMPLES)

@@ -1,4 +1,8 @@
-"""Every template the chat door recognises, tried in this order (the first whose prompt is found wins)."""
+"""Every template the chat door recognises, and how one prompt is read: by its frame, never by a candidate's text.
+
+Every template is looked for; one found only inside another's candidate (a marker block, or MT-Bench's headers, in an
+assistant's answer) is that candidate's text, not the prompt's frame, and is set aside. Of those left, the first in
+``TEMPLATES`` wins (explicit markers first: a caller who marks candidates in the frame means it)."""
 
 from __future__ import annotations
 
@@ -37,9 +41,16 @@ BY_NAME = {t.name: t for t in TEMPLATES}
 
 
 def recognise(messages: Sequence[Message]) -> Found | None:
-    """The first template whose prompt is in ``messages`` (None: not a comparison this service knows)."""
-    for template in TEMPLATES:
-        found = template.find(messages)
-        if found is not None:
-            return found
-    return None
+    """The template whose frame ``messages`` are (None: not a comparison this service knows)."""
+    found = [f for f in (template.find(messages) for template in TEMPLATES) if f is not None]
+    framed = [f for f in found if not any(inside(f, other) for other in found if other is not f)]
+    return framed[0] if framed else None
+
+
+def inside(found: Found, other: Found) -> bool:
+    """Whether all of ``found``'s candidates sit within one candidate of ``other`` (same message): its frame is then
+    ``other``'s candidate's text."""
+    if found.index != other.index:
+        return False
+    parts = [span for spans in found.spans for span in spans]
+    return any(all(start <= a and b <= end for a, b in parts) for spans in other.spans for start, end in spans)

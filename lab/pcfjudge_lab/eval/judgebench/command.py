@@ -51,7 +51,7 @@ def run_judgebench(args: argparse.Namespace) -> int:
         return fail(str(exc))
     if not pairs:
         return fail(f"no pairs in {args.data}")
-    style = prompt_style(settings, None, "pairwise")
+    style = prompt_style(settings.prompting, None)
     if spec is not None:
         return _run_jury(args, settings, spec, pairs, style)
     done = _evaluate(args, settings, pairs, style)
@@ -105,7 +105,7 @@ def _run_jury(
     command = command_line(["eval", "judgebench"], args, OPTIONS)
     try:
         # the service weighs a jury by its jurors' calibration under its listwise prompt version, pairwise too
-        found = weighings(settings, spec, listwise_version(None, prompt_style(settings, None, "listwise")))
+        found = weighings(settings, spec, listwise_version(None, prompt_style(settings.prompting, None)))
         needed = quorum(settings, len(spec.jurors))
         ids = [pair.pair_id for pair in pairs]
         summary = build_jury_summary(spec, logs, args.data, command, _versions(style), ids, found, needed, out)

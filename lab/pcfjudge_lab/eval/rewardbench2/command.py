@@ -84,7 +84,7 @@ def run_rewardbench2(args: argparse.Namespace) -> int:
         return fail(str(exc))
     if not items:
         return fail(f"no Factuality items in {args.data}")
-    run = _Run(items, ks, auto, prompt_style(settings, None, "listwise"))
+    run = _Run(items, ks, auto, prompt_style(settings.prompting, None))
     if spec is not None:
         return _run_jury(args, settings, spec, run)
     done = _evaluate(args, settings, run)

@@ -1,10 +1,9 @@
-"""What a started service has imported of the package after one judgment stays small (issue 36 item 8): the optional
-parts (Redis, webhooks, juries, drift, reward groups, the OpenAPI examples, span building) are imported where they
-are used, not by every replica that never uses them.
+"""``pcfjudge bench imports``: what a served process has loaded of the package after one judgment (modules and lines,
+the largest first). A figure to read, not a cap: imports sit at the top of the modules that use them.
 
-Checked in a fresh interpreter, so that no other test's imports count: the app on default settings (no Redis, no
-tracing, no calibration records) started with its lifespan, one ``POST /judge/listwise`` over ASGI (as
-``tests.support.inprocess.app_with_services`` does), then the lines of every ``pcfjudge`` module in ``sys.modules``.
+Measured in a fresh interpreter, so that nothing else counts: the app on default settings (no Redis, no tracing, no
+calibration records) started with its lifespan, one ``POST /judge/listwise`` over ASGI, then the lines of every
+``pcfjudge`` module in ``sys.modules``.
 """
 
 from __future__ import annotations
@@ -13,8 +12,6 @@ import json
 import subprocess
 import sys
 import textwrap
-
-MAX_LINES = 13_000
 
 SCRIPT = textwrap.dedent(
     """
@@ -37,7 +34,6 @@ SCRIPT = textwrap.dedent(
                 reply = await client.post("/judge/listwise", json=body)
                 assert reply.status_code == 200, reply.text
 
-
     asyncio.run(judge_once())
     files = {
         name: Path(module.__file__)
@@ -49,12 +45,16 @@ SCRIPT = textwrap.dedent(
 )
 
 
-def test_a_served_judgment_imports_at_most_13000_lines_of_the_package() -> None:
-    done = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
+def run(timeout_s: float = 120.0) -> dict[str, int]:
+    """Lines of each ``pcfjudge`` module a served judgment loaded."""
+    done = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, timeout=timeout_s)
+    if done.returncode != 0:
+        raise RuntimeError(f"the served judgment failed:\n{done.stderr[-2000:]}")
     lines: dict[str, int] = json.loads(done.stdout.strip().splitlines()[-1])
-    assert "pcfjudge.engine.listwise_runs" in lines  # it did judge
-    total = sum(lines.values())
-    largest = sorted(lines.items(), key=lambda item: -item[1])[:15]
-    top = "\n".join(f"  {n:5d} {name}" for name, n in largest)
-    assert total <= MAX_LINES, f"{len(lines)} modules, {total} lines (at most {MAX_LINES}); the largest:\n{top}"
+    return lines
+
+
+def format_report(lines: dict[str, int], top: int = 15) -> str:
+    largest = sorted(lines.items(), key=lambda item: -item[1])[:top]
+    rows = "\n".join(f"  {n:5d} {name}" for name, n in largest)
+    return f"a served judgment loaded {len(lines)} modules, {sum(lines.values())} lines; the largest:\n{rows}"
