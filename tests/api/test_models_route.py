@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 from pcfjudge.cli.main import main
 from pcfjudge.settings import Settings
-from prometheus_client.parser import text_string_to_metric_families
 from pydantic import SecretStr
 
+from tests.support.basics import gauge
 from tests.support.inprocess import app_client, app_with_services
 
 KEY = "models-route-key-0123456789"
@@ -31,14 +31,6 @@ def drifted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.delenv("PCFJ_SIM_POSITION_BIAS")
     monkeypatch.delenv("PCFJ_CALIBRATION_FILE")
     return path
-
-
-def gauge(text: str, name: str, **labels: str) -> float | None:
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            if sample.name == name and labels.items() <= sample.labels.items():
-                return float(sample.value)
-    return None
 
 
 @pytest.fixture

@@ -10,13 +10,14 @@ from typing import Any
 
 import pytest
 from openai import AsyncOpenAI
-from pcfjudge.backends.base import BackendError, Completion
+from pcfjudge.backends.anthropic_backend import build_anthropic
+from pcfjudge.backends.base import Backend, BackendError, Completion
 from pcfjudge.backends.chat_wire import env_proxy
 from pcfjudge.backends.openai_backend import OpenAIBackend, Transport, build_openai
 from pcfjudge.settings import Settings
 from pcfjudge.types import DecodingParams
 
-from tests.support.basics import OPENAI_KEY
+from tests.support.basics import ANTHROPIC_KEY, OPENAI_KEY
 from tests.support.inprocess import FakeProvider, listwise_call
 from tests.support.waits import eventually, free_port
 
@@ -128,12 +129,22 @@ class _Endless:
             await send({"type": "http.response.body", "body": chunk, "more_body": True})
 
 
-async def test_an_endless_answer_is_cut_at_its_limit_and_its_address_stays_in_the_log(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    """Issue 49 rows 5 and 7: a body that never ends was read whole into memory (+9.4 GB); an unreachable endpoint's
-    error named its URL to the API caller. Now the wire client stops at MAX_ANSWER_BYTES and drops the connection, and
-    the caller's error names no address (the operator's log does)."""
+def _built(transport: str, url: str) -> Backend:
+    """The backend the service builds for ``transport``: openai's two (wire, sdk) and anthropic's (its SDK)."""
+    if transport == "anthropic":
+        built: Backend | None = build_anthropic(Settings(anthropic_api_key=ANTHROPIC_KEY, anthropic_base_url=url))
+    else:
+        settings = Settings(openai_api_key=OPENAI_KEY, openai_base_url=f"{url}/v1", openai_transport=transport)
+        built = build_openai(settings)
+    assert built is not None
+    return built
+
+
+@pytest.mark.parametrize("transport", ["wire", "sdk", "anthropic"])
+async def test_an_endless_answer_is_cut_at_its_limit(transport: str) -> None:
+    """Issue 49 row 5: a body that never ends was read whole into memory (+9.4 GB in one request). Now every
+    transport (the wire client, and the SDKs' through ``sdk_http``) stops at MAX_ANSWER_BYTES and drops the
+    connection: the call fails, not retried, having read at most a few times the limit."""
     import asyncio
 
     import uvicorn
@@ -144,13 +155,18 @@ async def test_an_endless_answer_is_cut_at_its_limit_and_its_address_stays_in_th
     serving = asyncio.create_task(server.serve())
     try:
         await eventually(lambda: server.started, what="the endless engine to listen")
-        async with aclosing(_backend(f"http://127.0.0.1:{port}/v1", "wire")) as backend:
+        async with aclosing(_built(transport, f"http://127.0.0.1:{port}")) as backend:
             kind, (detail, retryable, _) = await outcome(lambda: backend.complete(listwise_call()))
         assert kind == "ProviderError" and f"over {MAX_ANSWER_BYTES} bytes" in detail and not retryable
         assert endless.sent < 4 * MAX_ANSWER_BYTES  # stopped reading; not gigabytes
     finally:
         endless.stopped = server.should_exit = True
         await serving
+
+
+async def test_an_unreachable_endpoints_address_stays_in_the_log(caplog: pytest.LogCaptureFixture) -> None:
+    """Issue 49 row 7: an unreachable endpoint's error named its URL to the API caller; now only the operator's log
+    does."""
     gone = f"http://127.0.0.1:{free_port()}/v1"
     async with aclosing(_backend(gone, "wire")) as backend:
         kind, (detail, _, _) = await outcome(lambda: backend.complete(listwise_call()))

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,7 @@ import httpx
 import pytest
 from pcfjudge.settings import Settings
 
-from tests.support.basics import CANDIDATES
+from tests.support.basics import CANDIDATES, gauge
 from tests.support.inprocess import FakeProvider, app_with_services, running_fake
 from tests.support.redis_server import RedisServer
 
@@ -171,11 +172,15 @@ async def test_rate_limits_hold_across_two_replicas_with_redis(
     assert seen["undeclared"][0] >= 1
 
 
+BLOCKED = "pcfjudge_fleet_endpoint_blocked_until_seconds"
+
+
 async def test_a_retry_after_of_an_hour_blocks_an_endpoint_for_the_cap_and_the_other_serves(
     tmp_path: Path, fakes: tuple[FakeProvider, FakeProvider, FakeProvider]
 ) -> None:
     """Issue 49 row 6: one 429 with Retry-After: 3600 blocked its endpoint for an hour, on every replica. Now the
-    block is cut to PCFJ_FLEET_MAX_BLOCK_S, the other endpoint serves meanwhile, and /readyz shows it (by id, no URL)."""
+    block is cut to PCFJ_FLEET_MAX_BLOCK_S, the other endpoint serves meanwhile, and /readyz (by id, no URL) and the
+    metrics show it."""
     limited, other, _ = fakes
     limited.faults(["429"], retry_after=3600)
     path = models_file(tmp_path, [("limited", limited, {}), ("other", other, {})])
@@ -185,6 +190,8 @@ async def test_a_retry_after_of_an_hour_blocks_an_endpoint_for_the_cap_and_the_o
         assert rate_limited(limited) == 1
         endpoint = (await client.get("/readyz")).json()["fleets"]["judge"]["endpoints"]["limited"]
         assert 0 < endpoint["blocked_left_s"] <= 1.5 and "url" not in endpoint
+        until = gauge((await client.get("/metrics")).text, BLOCKED, fleet="judge", endpoint="limited")
+        assert until is not None and 0 < until - time.time() <= 1.5
         served = completions(limited)
         blocked = await judge_many(client, 4, "blocked")
         assert all_answered(blocked) and completions(limited) == served  # left alone while blocked

@@ -6,6 +6,8 @@ import os
 import tempfile
 from pathlib import Path
 
+from prometheus_client.parser import text_string_to_metric_families
+
 ROOT = Path(__file__).resolve().parents[2]
 OPENAI_KEY = "sk-test-openai-0123456789abcdefSECRET"
 ANTHROPIC_KEY = "sk-ant-test-0123456789abcdefSECRET"
@@ -19,3 +21,12 @@ SCRUBBED_ENV_PREFIXES = ("OPENAI_", "ANTHROPIC_", "PCFJ_", "OTEL_")
 NO_CALIBRATION = {
     "PCFJ_CALIBRATION_FILE": str(Path(tempfile.gettempdir()) / f"pcfjudge-tests-{os.getpid()}" / "no-calibration.json")
 }
+
+
+def gauge(text: str, name: str, **labels: str) -> float | None:
+    """The value of the first sample ``name`` with these labels (and maybe others) in a /metrics page, or None."""
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name == name and labels.items() <= sample.labels.items():
+                return float(sample.value)
+    return None

@@ -22,8 +22,7 @@ import logging
 from typing import Any
 
 import anthropic
-import httpx2
-from anthropic import AsyncAnthropic, DefaultAioHttpClient
+from anthropic import AsyncAnthropic
 from anthropic.types import Message, TextBlock, ToolUseBlock
 
 from pcfjudge.backends.base import (
@@ -36,6 +35,7 @@ from pcfjudge.backends.base import (
     Truncated,
 )
 from pcfjudge.backends.params import ANTHROPIC_EFFORTS
+from pcfjudge.backends.sdk_http import answer_too_large, sdk_http_client
 from pcfjudge.backends.sdkerrors import public_url, scrub, status_error
 from pcfjudge.settings import Settings
 from pcfjudge.telemetry import tracing
@@ -110,6 +110,8 @@ class AnthropicBackend:
     def _error(self, exc: anthropic.AnthropicError) -> BackendError:
         if isinstance(exc, anthropic.APITimeoutError):
             return BackendTimeout("anthropic request timed out")
+        if (bounded := answer_too_large(exc)) is not None:
+            return bounded
         if isinstance(exc, anthropic.APIConnectionError):
             log.warning("cannot reach the anthropic endpoint at %s", self.base_url)  # its address: for operators only
             return ProviderError("cannot reach the anthropic endpoint (connection failed)")
@@ -164,6 +166,6 @@ def build_anthropic(settings: Settings) -> AnthropicBackend | None:
         base_url=settings.providers.anthropic_base_url,
         max_retries=0,
         timeout=settings.fanout.request_timeout_s,
-        http_client=DefaultAioHttpClient(limits=httpx2.Limits(max_connections=slots, max_keepalive_connections=slots)),
+        http_client=sdk_http_client("anthropic", slots),
     )
     return AnthropicBackend(client)

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import httpx2
-from anthropic import AsyncAnthropic, DefaultAioHttpClient
+from anthropic import AsyncAnthropic
 from openai import AsyncOpenAI
 
 from pcfjudge.backends.anthropic_backend import AnthropicBackend, build_anthropic
@@ -12,6 +11,7 @@ from pcfjudge.backends.budget import MemoryBudget, RedisBudget
 from pcfjudge.backends.fleet import FleetBackend
 from pcfjudge.backends.models_file import EndpointSpec, ModelsFileError, load_models_file
 from pcfjudge.backends.openai_backend import NO_KEY, OpenAIBackend, build_openai, split_credentials
+from pcfjudge.backends.sdk_http import sdk_http_client
 from pcfjudge.cache.redis_cache import RedisCache
 from pcfjudge.settings import Settings
 
@@ -70,13 +70,12 @@ def build_endpoint(settings: Settings, spec: EndpointSpec) -> Backend:
     """The backend of one fleet endpoint: its own client, key and URL, the service's timeouts and output mode."""
     connections = spec.max_parallel_requests or settings.fanout.backend_concurrency
     if spec.wire == "anthropic":
-        limits = httpx2.Limits(max_connections=connections, max_keepalive_connections=connections)
         anthropic = AsyncAnthropic(
             api_key=spec.api_key,
             base_url=spec.api_base,
             max_retries=0,
             timeout=settings.fanout.request_timeout_s,
-            http_client=DefaultAioHttpClient(limits=limits),
+            http_client=sdk_http_client("anthropic", connections),
         )
         return AnthropicBackend(anthropic)
 
@@ -86,6 +85,7 @@ def build_endpoint(settings: Settings, spec: EndpointSpec) -> Backend:
         base_url=base_url,
         max_retries=0,
         timeout=settings.fanout.request_timeout_s,
+        http_client=sdk_http_client("openai", connections) if settings.providers.openai_transport == "sdk" else None,
         default_headers={"Authorization": basic} if basic else None,
     )
     return OpenAIBackend(

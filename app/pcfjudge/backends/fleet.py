@@ -28,6 +28,7 @@ import itertools
 import logging
 import math
 import os
+import time
 from collections.abc import Coroutine, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import replace
@@ -281,6 +282,7 @@ class FleetBackend:
         (PCFJ_FLEET_MAX_BLOCK_S): one ``Retry-After: 3600`` does not take it away for an hour."""
         seconds = min(seconds, self.max_block_s)
         endpoint.blocked_until = max(endpoint.blocked_until, now + seconds)
+        metrics.fleet_blocked(self.name, endpoint.id, time.time() + endpoint.blocked_until - now)
         self._later(self.budget.block(endpoint.id, seconds))
 
     def _later(self, work: Coroutine[Any, Any, None]) -> None:

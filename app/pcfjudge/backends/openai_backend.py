@@ -24,10 +24,9 @@ import logging
 from typing import Any, Literal
 from urllib.parse import unquote, urlsplit, urlunsplit
 
-import httpx2
 import openai
 import orjson
-from openai import AsyncOpenAI, DefaultAioHttpClient
+from openai import AsyncOpenAI
 from openai.types.chat import ChatCompletion
 
 from pcfjudge.backends.base import (
@@ -42,6 +41,7 @@ from pcfjudge.backends.base import (
 from pcfjudge.backends.chat_wire import ChatWire, Timeouts
 from pcfjudge.backends.dialects import Dialect, Dialects, OutputMode, format_fields, refuses_format
 from pcfjudge.backends.hosts import is_openai
+from pcfjudge.backends.sdk_http import sdk_http_client
 from pcfjudge.backends.sdkerrors import public_url, scrub, status_error
 from pcfjudge.settings import Settings
 from pcfjudge.telemetry import tracing
@@ -247,9 +247,8 @@ def build_openai(settings: Settings, base_url: str | None = None) -> OpenAIBacke
         return None
     base_url, basic = split_credentials(base_url if engine else settings.providers.openai_base_url)
     slots = settings.fanout.backend_concurrency
-    http_client = None
-    if settings.providers.openai_transport == "sdk":
-        http_client = DefaultAioHttpClient(limits=httpx2.Limits(max_connections=slots, max_keepalive_connections=slots))
+    sdk = settings.providers.openai_transport == "sdk"
+    http_client = sdk_http_client("openai", slots) if sdk else None  # the wire path bounds its own reads
     key = (
         settings.providers.openai_api_key.get_secret_value()
         if settings.providers.openai_api_key is not None and not engine

@@ -124,22 +124,20 @@ async def judge_windows(
     where = {cid: c for c, cid in enumerate(task.ids)}
     while windows := await _off_loop(n, ranking.next_windows):
         tasks, specs = await _round_calls(task, windows, model, params)
-        made = await runner.run(specs, model, watch=watch, cache_mode=task.cache_mode)
-        first = len(records)
-        for i, (w, sub, outcome) in enumerate(zip(windows, tasks, made, strict=True), 1):
-            if i % STEP == 0:
+        first = len(records)  # a window's run index: ``first`` + its place in the round
+        filled: dict[int, RunRecord] = {}  # the runs a stream has already reported, by their place
+        round_watch = _streamed(watch, tasks, specs, first, ranking, filled)
+        made = await runner.run(specs, model, watch=round_watch, cache_mode=task.cache_mode)
+        for i, (w, sub, outcome) in enumerate(zip(windows, tasks, made, strict=True)):
+            if i % STEP == STEP - 1:
                 await turns.take()
             if outcome.error == DEADLINE_KIND:
                 ranking.cut()
                 continue
-            record = RunRecord(ranking.steps - 1, len(records), sub.ids, 0)
-            fill_record(record, outcome, LABELS[: len(w)], sub.ids)
+            record = filled.get(i) or _record(ranking.steps, first + i, sub, outcome)
             records.append(record)
             outcomes.append(outcome)
             _add(ranking, w, record, task.weights, where, sums)
-        if watch.listener is not None:  # one event per window judged; the fit (the consensus) comes at the end
-            for done, record in enumerate(records[first:], first + 1):
-                watch.emit("run", window_event(record, done, ranking.budget, ranking.steps))
         if watch.heard:
             round_ = {"model": model.string, "step": ranking.steps, "windows": len(windows)}
             watch.announce("round", round_ | {"windows_judged": len(records), "calls_budgeted": ranking.budget})
@@ -231,6 +229,36 @@ def _add(
         acc = sums[where[cid]]
         for j in range(_STATS):
             acc[j] += v[j + 1]
+
+
+def _record(step: int, index: int, sub: ListwiseTask, outcome: CallOutcome) -> RunRecord:
+    record = RunRecord(step - 1, index, sub.ids, 0)
+    fill_record(record, outcome, LABELS[: len(sub.ids)], sub.ids)
+    return record
+
+
+def _streamed(
+    watch: Watch,
+    tasks: list[ListwiseTask],
+    specs: list[CallSpec],
+    first: int,
+    ranking: WindowRanking,
+    filled: dict[int, RunRecord],
+) -> Watch:
+    """With a listener (``stream: true``): the round's watch, which reports each window as its call ends (cache hits
+    first), and keeps its run in ``filled``. The consensus comes with the fit, at the end."""
+    if watch.listener is None:
+        return watch
+    place = {id(spec): i for i, spec in enumerate(specs)}
+
+    def hook(spec: CallSpec, outcome: CallOutcome) -> None:
+        if outcome.error == DEADLINE_KIND:
+            return
+        i = place[id(spec)]
+        filled[i] = record = _record(ranking.steps, first + i, tasks[i], outcome)
+        watch.emit("run", window_event(record, first + len(filled), ranking.budget, ranking.steps))
+
+    return watch.hooked(hook)
 
 
 def window_event(record: RunRecord, done: int, budget: int, step: int) -> dict[str, object]:

@@ -255,6 +255,13 @@ FLEET_HEALTHY = Gauge(
     FLEET,
     multiprocess_mode="min",
 )
+FLEET_BLOCKED = Gauge(
+    "pcfjudge_fleet_endpoint_blocked_until_seconds",
+    "Unix time until which a rate limit (Retry-After, x-ratelimit-reset-*) blocks the fleet endpoint; blocked while it "
+    "is later than time()",
+    FLEET,
+    multiprocess_mode="max",
+)
 JudgeRow = tuple[str, str, float, float, float, Mapping[str, tuple[bool, float | None]]]
 """(model, prompt version, accuracy, order consistency, first-position win rate, measure → (drift, p-value))."""
 _JUDGE_SHOWN: set[tuple[str, str]] = set()
@@ -414,6 +421,10 @@ def fleet_shed(fleet: str, reason: str) -> None:
 def fleet_cooldown(fleet: str, endpoint: str) -> None:
     child(FLEET_COOLDOWNS, fleet, endpoint).inc()
     child(FLEET_HEALTHY, fleet, endpoint).set(0)
+
+
+def fleet_blocked(fleet: str, endpoint: str, until_unix: float) -> None:
+    child(FLEET_BLOCKED, fleet, endpoint).set(until_unix)
 
 
 def fleet_healthy(fleet: str, endpoint: str, healthy: bool) -> None:

@@ -208,6 +208,29 @@ async def test_a_stream_of_forty_candidates_sends_an_event_per_window_and_round_
     assert events[:first] == ["run"] * rounds[0]["windows"]  # a round's event follows its windows' run events
 
 
+async def test_a_stream_reports_each_window_as_its_call_ends_not_with_its_round() -> None:
+    """Issue 49 row 9: a 40-document stream sent a round's run events together once the whole round had ended."""
+    async with app_with_services(Settings(sim_latency_ms=100)) as (_, services):
+        inner = services.judge.runner
+        returned = 0  # the rounds whose calls the runner has handed back
+
+        class Rounds:
+            async def run(self, specs: Sequence[CallSpec], model: ResolvedModel, **kw: Any) -> list[CallOutcome]:
+                nonlocal returned
+                made = await inner.run(specs, model, **kw)
+                returned += 1
+                return made
+
+        judge = services.judge.using(runner=Rounds())  # type: ignore[arg-type]
+        task = build_task(ListwiseRequest.model_validate(BODY), services.settings, judge)
+        runs: list[tuple[int, int]] = []  # each run event's round and the rounds handed back by then
+        listener = lambda e: e.kind == "run" and runs.append((e.data["step"], returned))  # noqa: E731
+        result = await judge.listwise(task, Watch(listener=listener))
+    assert result.windows is not None and len(runs) == result.windows.windows_judged
+    assert {step for step, _ in runs} == set(range(1, result.windows.steps + 1))
+    assert all(back == step - 1 for step, back in runs), runs  # heard while its round's calls were still running
+
+
 async def test_a_hundred_candidates_get_consensus_values_on_the_0_100_scale() -> None:
     """Issue 48: /judge/listwise with 100 candidates gave consensus values of 108.6 and 113.8 (7 of 15 requests).
     Every value is now on 0–100, the order that of the fit, and the map that put it there is reported."""
