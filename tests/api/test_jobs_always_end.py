@@ -30,12 +30,12 @@ async def ended(client: httpx.AsyncClient, location: str, headers: dict[str, str
 
 
 async def test_forty_jobs_and_another_keys_all_end_over_fresh_starts_on_redis(redis_server: RedisServer) -> None:
-    """Three fresh starts (each a new app on one real Redis, the README's 7.0): 40 jobs (k=3) of one key, one of
+    """Ten fresh starts (each a new app on one real Redis, the README's 7.0): 40 jobs (k=3) of one key, one of
     another, two call slots, every fifth job cancelled as it runs: every job ends."""
     settings = Settings(
         redis_url=redis_server.url, api_keys=KEYS, backend_concurrency=2, sim_latency_ms=20, job_sweep_s=0.1
     )
-    for start in range(3):
+    for start in range(10):
         async with app_with_services(settings) as (client, services):
             pool = getattr(services.cache, "shared", None)
             kwargs = pool.client.connection_pool.connection_kwargs if pool is not None else {}
