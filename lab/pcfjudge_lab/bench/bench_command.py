@@ -505,6 +505,27 @@ def _chat(args: argparse.Namespace) -> int:
     return 0
 
 
+def _safety(args: argparse.Namespace) -> int:
+    from pcfjudge_lab.bench.safety_bench import format_report, run
+
+    print(format_report(*run(args.timeout_s, tuple(args.transports))))
+    return 0
+
+
+def _add_safety(kinds: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    safety = kinds.add_parser(
+        "safety",
+        help="the event loop during a 144 KB chat message, and memory during a provider body without end",
+        description="Through a running pcfjudge serve (the code importable as pcfjudge: run it before and after a "
+        "change with PYTHONPATH=<checkout>/app): the red team's 144 KB chat message while /healthz is polled every "
+        "5 ms (the answer's time and the longest /healthz wait), then one listwise request to an endpoint whose 200 "
+        "body never ends, per OpenAI transport (RSS at rest and at peak, and how the request ended).",
+    )
+    safety.add_argument("--timeout-s", type=float, default=20.0, help="the service's request timeout (default 20)")
+    safety.add_argument("--transports", nargs="+", default=["wire", "sdk"], choices=["wire", "sdk"])
+    safety.set_defaults(func=_safety)
+
+
 def _add_chat(kinds: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     chat = kinds.add_parser(
         "chat",
@@ -571,3 +592,4 @@ def add_bench_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser])
     _add_loop(kinds)
     _add_chat(kinds)
     _add_imports(kinds)
+    _add_safety(kinds)
