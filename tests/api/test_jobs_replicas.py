@@ -43,7 +43,9 @@ def cached_runs(redis_server: RedisServer) -> int:
 
 def test_a_job_survives_the_kill_of_its_replica_and_resumes_from_the_cached_runs(redis_server: RedisServer) -> None:
     with ExitStack() as stack:
-        fake = stack.enter_context(fake_provider_process("--latency-ms", "1000"))
+        # 2 s a call: the job's 7 calls outlast replica 2's start (a second at 1 s a call was too short on a slow
+        # 2-core machine: the job had ended before replica 2 answered)
+        fake = stack.enter_context(fake_provider_process("--latency-ms", "2000"))
         env = {
             "OPENAI_API_KEY": "test",
             "PCFJ_OPENAI_BASE_URL": f"{fake}/v1",

@@ -105,7 +105,9 @@ def stall(workdir: Path) -> Stall:
 
 def endless(workdir: Path, transport: str, timeout_s: float) -> Endless:
     port = free_port()
-    engine = Proc("endless", [sys.executable, "-c", ENDLESS, str(port)], workdir / "endless.log", lambda: _listens(port))
+    engine = Proc(
+        "endless", [sys.executable, "-c", ENDLESS, str(port)], workdir / "endless.log", lambda: _listens(port)
+    )
     engine.start()
     env = {
         "PCFJ_OPENAI_API_KEY": "sk-bench-0123456789abcdef",

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pytest
 from pcfjudge.backends.chat_wire import MAX_ANSWER_BYTES
-
 from pcfjudge_lab.bench.safety_bench import format_report, run
 
 pytestmark = pytest.mark.slow
