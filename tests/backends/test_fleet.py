@@ -25,6 +25,7 @@ from pcfjudge.settings import Settings
 from tests.support.basics import CANDIDATES, gauge
 from tests.support.inprocess import FakeProvider, app_with_services, running_fake
 from tests.support.redis_server import RedisServer
+from tests.support.waits import free_port
 
 RATE_LIMIT = 9  # the limited fake's requests per minute
 
@@ -170,6 +171,28 @@ async def test_rate_limits_hold_across_two_replicas_with_redis(
     # Undeclared, the limit is learnt from the first 429s' Retry-After, a block every replica sees through Redis: a few
     # 429s, never none (how many depends on how many calls were in flight when the first came back).
     assert seen["undeclared"][0] >= 1
+
+
+async def test_every_endpoint_down_is_a_502_naming_each_by_id_and_what_failed(tmp_path: Path) -> None:
+    """Issue 49 row 9: with every endpoint of a fleet down, the 502 said only "only 0 of 2 judge runs succeeded".
+    Now it names each endpoint (by id, not address) and that it could not be reached."""
+    lines = ["model_list:"]
+    for ident in ("east", "west"):
+        lines += [
+            "  - model_name: judge",
+            "    litellm_params:",
+            "      model: hosted_vllm/judge-x",
+            f"      api_base: http://127.0.0.1:{free_port()}/v1",
+            "    model_info:",
+            f"      id: {ident}",
+        ]
+    path = tmp_path / "models.yaml"
+    path.write_text("\n".join(lines) + "\n")
+    async with app_with_services(settings(path, max_retries=0)) as (client, _):
+        response = await client.post("/judge/listwise", json={"question": "Down?", "candidates": CANDIDATES, "k": 2})
+    detail = response.json()["detail"]
+    assert response.status_code == 502 and "127.0.0.1" not in detail, detail
+    assert "endpoint east" in detail and "endpoint west" in detail and "connection failed" in detail, detail
 
 
 BLOCKED = "pcfjudge_fleet_endpoint_blocked_until_seconds"

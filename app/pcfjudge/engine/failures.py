@@ -20,10 +20,20 @@ class JudgingFailed(Exception):
         self.runs = list(runs)
 
 
+SHOWN_DETAILS = 3
+"""The most distinct failure details a summary quotes (a fleet's: one per endpoint, by its id)."""
+
+
 def failure_summary(failed: Sequence[CallOutcome]) -> str:
-    """``2× timeout, 1× provider_error``: the failed calls by kind, most common first."""
+    """``2× timeout, 1× provider_error (detail; detail)``: the failed calls by kind, most common first, then up to
+    ``SHOWN_DETAILS`` distinct details (already scrubbed of keys; endpoints named by id, never by address)."""
     kinds = Counter(o.error or "error" for o in failed)
-    return ", ".join(f"{count}× {k}" for k, count in kinds.most_common())
+    summary = ", ".join(f"{count}× {k}" for k, count in kinds.most_common())
+    details = list(dict.fromkeys(o.detail for o in failed if o.detail))
+    if not details:
+        return summary
+    more = f"; and {len(details) - SHOWN_DETAILS} more" if len(details) > SHOWN_DETAILS else ""
+    return f"{summary} ({'; '.join(details[:SHOWN_DETAILS])}{more})"
 
 
 def judging_failed(failed: Sequence[CallOutcome], detail: str, runs: Sequence[RunRecord] = ()) -> JudgingFailed:
