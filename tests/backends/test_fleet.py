@@ -42,14 +42,16 @@ def _fresh(fakes: tuple[FakeProvider, ...]) -> None:
         fake.reset()
 
 
-def models_file(tmp_path: Path, endpoints: list[tuple[str, FakeProvider, dict[str, Any]]]) -> Path:
+def models_file(tmp_path: Path, endpoints: list[tuple[str, FakeProvider | str, dict[str, Any]]]) -> Path:
+    """A LiteLLM models file of one fleet, ``judge``: an endpoint per (id, fake provider or base URL, limits)."""
     lines = ["model_list:"]
-    for ident, fake, limits in endpoints:
+    for ident, where, limits in endpoints:
+        base = where if isinstance(where, str) else f"{where.url}/v1"
         lines += [
             "  - model_name: judge",
             "    litellm_params:",
             "      model: hosted_vllm/judge-x",
-            f"      api_base: {fake.url}/v1",
+            f"      api_base: {base}",
             *(f"      {name}: {value}" for name, value in limits.items()),
             "    model_info:",
             f"      id: {ident}",
@@ -176,18 +178,10 @@ async def test_rate_limits_hold_across_two_replicas_with_redis(
 async def test_every_endpoint_down_is_a_502_naming_each_by_id_and_what_failed(tmp_path: Path) -> None:
     """Issue 49 row 9: with every endpoint of a fleet down, the 502 said only "only 0 of 2 judge runs succeeded".
     Now it names each endpoint (by id, not address) and that it could not be reached."""
-    lines = ["model_list:"]
-    for ident in ("east", "west"):
-        lines += [
-            "  - model_name: judge",
-            "    litellm_params:",
-            "      model: hosted_vllm/judge-x",
-            f"      api_base: http://127.0.0.1:{free_port()}/v1",
-            "    model_info:",
-            f"      id: {ident}",
-        ]
-    path = tmp_path / "models.yaml"
-    path.write_text("\n".join(lines) + "\n")
+    gone: list[tuple[str, FakeProvider | str, dict[str, Any]]] = [
+        (ident, f"http://127.0.0.1:{free_port()}/v1", {}) for ident in ("east", "west")
+    ]
+    path = models_file(tmp_path, gone)
     async with app_with_services(settings(path, max_retries=0)) as (client, _):
         response = await client.post("/judge/listwise", json={"question": "Down?", "candidates": CANDIDATES, "k": 2})
     detail = response.json()["detail"]
