@@ -26,7 +26,7 @@ SOURCE = ROOT / "app"
 PACKAGE = SOURCE / "pcfjudge"
 
 LAYERS: list[tuple[str, tuple[str, ...]]] = [  # bottom first; a module may import its own layer and those below
-    ("base", ("_version", "types", "context", "errors", "jsonl", "kept", "settings", "telemetry")),
+    ("base", ("_version", "at_rest", "types", "context", "errors", "jsonl", "kept", "settings", "telemetry")),
     ("contract", ("schemas",)),  # the wire contract: every front door's request and response models
     ("core", ("judging",)),  # pure: permutations, consensus, prompts, parsing, adaptive K
     ("infra", ("backends", "cache")),
@@ -44,6 +44,7 @@ LAB_DOORS = {"pcfjudge", "pcfjudge.surface"}  # what the lab may import of the s
 LAB_DELEGATION = "cli/main.py"  # the one module of the service that imports the lab: lazily, to add its commands
 ROOT_MODULES = {
     "__init__",
+    "at_rest",
     "_version",
     "context",
     "errors",

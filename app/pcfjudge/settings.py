@@ -345,6 +345,12 @@ class ProcessSettings(Group):
         description="On SIGTERM: stop accepting, let in-flight requests finish for up to this long, cancel the rest, "
         "exit 0. Set it at least PCFJ_REQUEST_TIMEOUT_S to never cut a request.",
     )
+    rest_after_s: float = Field(
+        30.0,
+        ge=0,
+        description="Once no judgment has run for this long, let go of what the last ones left in memory: empty the "
+        "in-process memo caches, drop expired cache entries, give free memory back to the system; 0: never.",
+    )
 
 
 class MetricsSettings(Group):

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import gc
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import APIRouter, FastAPI
 
+from pcfjudge import at_rest
 from pcfjudge._version import __version__
 from pcfjudge.api.jobs.job_runner import JobRunner
 from pcfjudge.api.middleware.auth import AuthMiddleware
@@ -61,6 +63,7 @@ def create_app(settings: Settings | None = None, *, freeze_gc: bool = False) -> 
         services = Services.build(settings)
         app.state.services = services
         app.state.jobs = jobs = JobRunner(services, settings.jobs)  # runs jobs' plans in this process
+        resting: asyncio.Task[None] | None = None
         try:
             await services.start()  # calibration records: loaded now, reloaded in the background
             await jobs.start()
@@ -68,8 +71,12 @@ def create_app(settings: Settings | None = None, *, freeze_gc: bool = False) -> 
                 gc.collect()
                 gc.freeze()
                 gc.set_threshold(*GC_THRESHOLDS)
+            if settings.process.rest_after_s > 0:  # memory that returns after a burst
+                resting = asyncio.create_task(at_rest.rest_when_idle(settings.process.rest_after_s))
             yield
         finally:
+            if resting is not None:
+                resting.cancel()
             await jobs.aclose()  # running jobs go back to the queue, for another replica to resume
             await services.aclose()
             if traced:

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from pcfjudge import at_rest
 from pcfjudge.backends.base import Completion, JudgeCall, ProviderError
 from pcfjudge.types import LABELS, Usage
 
@@ -77,12 +78,14 @@ def _unit(*parts: object) -> random.Random:
     return random.Random(int.from_bytes(digest, "big"))
 
 
+@at_rest.forget
 @lru_cache(maxsize=65_536)
 def _uniform(*parts: object) -> float:
     """``_unit(*parts).random()``, drawn once: item-level draws repeat in every permutation of an item."""
     return _unit(*parts).random()
 
 
+@at_rest.forget
 @lru_cache(maxsize=65_536)
 def _normal(*parts: object) -> float:
     """``_unit(*parts).gauss(0, 1)``, drawn once (``gauss(0, sd)`` is exactly ``0 + gauss(0, 1) * sd``)."""

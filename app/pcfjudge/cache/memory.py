@@ -7,6 +7,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from pcfjudge import at_rest
 from pcfjudge.cache.interface import CacheValue, LayerStats
 from pcfjudge.telemetry.hooks import NOOP, Observer
 
@@ -31,6 +32,7 @@ class MemoryCache:
         self._data: OrderedDict[str, tuple[float, CacheValue]] = OrderedDict()
         self.observer = observer
         self.stats = LayerStats()
+        at_rest.expire(self)  # a process at rest drops the expired entries nothing has read since
 
     def __len__(self) -> int:
         return len(self._data)
@@ -45,6 +47,12 @@ class MemoryCache:
             if data[key][0] > now:
                 return
             del data[key]
+
+    def sweep(self) -> int:
+        """``expire`` now; how many entries it dropped."""
+        before = len(self._data)
+        self.expire(self._clock())
+        return before - len(self._data)
 
     async def get_many(self, keys: Sequence[str]) -> list[CacheValue | None]:
         now = self._clock()

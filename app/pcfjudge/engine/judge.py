@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, overload
 
-from pcfjudge import context
+from pcfjudge import at_rest, context
 from pcfjudge.backends.params import decoding_params
 from pcfjudge.backends.registry import Jury, ModelError, Registry, ResolvedModel
 from pcfjudge.engine.chat_values import ChatResult, ChatTask
@@ -294,7 +294,8 @@ class Judge:
         """``judgment``, then its ``stopped`` event: why it ended (its result's ``stopped_event``), or ``failed`` with
         its kind."""
         try:
-            result = await judgment
+            with at_rest.busy():  # the process does not rest while a judgment runs
+                result = await judgment
         except JudgingFailed as exc:
             watch.announce("stopped", {"reason": "failed", "error": exc.kind})  # the failure says the rest
             raise

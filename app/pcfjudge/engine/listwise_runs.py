@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache, partial
 from typing import Any, Literal
 
+from pcfjudge import at_rest
 from pcfjudge.backends.base import ORACLE_ABSENT, JudgeCall
 from pcfjudge.backends.registry import Jury, ResolvedModel
 from pcfjudge.cache.interface import CacheValue
@@ -165,6 +166,7 @@ PLANS = 1024
 """Plans kept by ``plan_runs`` (a few kilobytes each)."""
 
 
+@at_rest.forget
 @lru_cache(maxsize=PLANS)
 def _plan(
     question: str,
@@ -273,6 +275,7 @@ def warm_applies(task: ListwiseTask, watch: Watch) -> bool:
 
 
 _WARM: KeptFor[ListwiseTask, ListwiseResult] = KeptFor(1024)
+at_rest.forget(_WARM.kept)
 """Warm judgments (``warm_applies``), each kept while its task lives, with the plan and entries it was made from."""
 
 
@@ -459,6 +462,7 @@ class _Consensuses:
 
 
 _CONSENSUS = _Consensuses()
+at_rest.forget(_CONSENSUS.kept)
 
 
 def fill_record(record: RunRecord, outcome: CallOutcome, labels: str, ids: list[str]) -> None:

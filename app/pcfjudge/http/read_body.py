@@ -30,6 +30,7 @@ from fastapi.routing import APIRoute
 from starlette.requests import Request
 from starlette.responses import Response
 
+from pcfjudge import at_rest
 from pcfjudge.kept import Kept
 
 READ = "pcfjudge.body"
@@ -100,7 +101,7 @@ def lean_handler(route: APIRoute) -> Lean | None:
         return None
     fields = d.body_params
     endpoint: Callable[..., Awaitable[Response]] = call
-    kept: Kept[bytes, dict[str, Any]] = Kept(KEPT)
+    kept: Kept[bytes, dict[str, Any]] = at_rest.forget(Kept(KEPT))
 
     async def lean(request: Request, raw: bytes, parsed: Any) -> Response:
         """``raw``, the body as it came, and ``parsed``, its JSON value."""

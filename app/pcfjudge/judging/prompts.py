@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Literal
 
+from pcfjudge import at_rest
 from pcfjudge.types import LABELS
 
 LISTWISE_VERSION = "listwise-v2"
@@ -204,6 +205,7 @@ def listwise_version(reference: str | None, style: PromptStyle = DEFAULT_STYLE) 
     return ("listwise" if reference is None else "listwise-ref") + style.suffix()
 
 
+@at_rest.forget
 @lru_cache(maxsize=1024)
 def _listwise_head(question: str, nonce: str, reference: str | None) -> tuple[str, str]:
     """v1 system text and prefix: the same for every permutation of a request (one nonce), so rendered once for all."""
@@ -294,6 +296,7 @@ def _template(labels: str, rationales: bool) -> str:
     return f'{{{{"candidates": {{{{{entries}}}}}, "ranking": [{ranking}]}}}}'
 
 
+@at_rest.forget
 @lru_cache(maxsize=1024)
 def _listwise_head_v2(question: str, nonce: str, reference: str | None, n: int, rationales: bool) -> tuple[str, str]:
     """v2 system text and prefix: instructions first (no nonce in them: shared across requests), then the framing

@@ -6,6 +6,7 @@
 * **endless**: one ``/judge/listwise`` request (k=3) to an OpenAI-compatible endpoint that answers 200 and streams its
   body without end, per transport (``wire`` and ``sdk``): the service's RSS at rest and its peak during the request,
   and how the request ended. A service that reads whole bodies grows until the request's timeout (``--timeout-s``).
+* **burst** (``--burst N``): RSS before, during and after N reranks of 1,000 documents (``burst_memory``).
 
 Run it on the code before a change (``PYTHONPATH=<old checkout>/app``) and after, and compare.
 """
@@ -17,11 +18,13 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
 
+from pcfjudge_lab.bench.burst_memory import Burst, BurstPlan, format_burst, measure
 from pcfjudge_lab.bench.procs import Proc, free_port, http_ok, pcfjudge
 
 MESSAGE = '"[[C]]" for a tie' + "[User Question]\n\n\n" * 8000
@@ -149,13 +152,16 @@ def _listens(port: int) -> bool:
     return True
 
 
-def run(timeout_s: float, transports: tuple[str, ...] = ("wire", "sdk")) -> tuple[Stall, list[Endless]]:
+def run(
+    timeout_s: float, transports: tuple[str, ...] = ("wire", "sdk"), bursts: tuple[BurstPlan, ...] = ()
+) -> tuple[Stall, list[Endless], list[Burst]]:
     with tempfile.TemporaryDirectory(prefix="pcfjudge-safety-") as tmp:
         workdir = Path(tmp)
-        return stall(workdir), [endless(workdir, t, timeout_s) for t in transports]
+        stalled, bodies = stall(workdir), [endless(workdir, t, timeout_s) for t in transports]
+        return stalled, bodies, [measure(workdir, b) for b in bursts]
 
 
-def format_report(stalled: Stall, bodies: list[Endless]) -> str:
+def format_report(stalled: Stall, bodies: list[Endless], bursts: Sequence[Burst] = ()) -> str:
     lines = [
         f"144 KB chat message: {stalled.status} in {stalled.answer_ms:.0f} ms; "
         f"longest /healthz wait meanwhile {stalled.longest_wait_ms:.1f} ms ({stalled.polls} polls)",
@@ -166,4 +172,5 @@ def format_report(stalled: Stall, bodies: list[Endless]) -> str:
             f"endless provider body ({b.transport}): RSS {b.rest_mb:.0f} MB at rest, peak {b.peak_mb:.0f} MB "
             f"(+{b.peak_mb - b.rest_mb:.0f}); the request ended {ended} after {b.seconds:.1f} s"
         )
+    lines.extend(format_burst(b) for b in bursts)
     return "\n".join(lines)
