@@ -15,6 +15,7 @@ command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 command -v promtool >/dev/null 2>&1 || missing+=(prometheus)
 command -v chromium >/dev/null 2>&1 || missing+=(chromium chromium-driver)
 command -v npm >/dev/null 2>&1 || missing+=(npm)  # unpacks Mermaid for the documentation site
+ls /usr/lib/*-linux-gnu/libjemalloc.so.2 >/dev/null 2>&1 || missing+=(libjemalloc2)  # the image's allocator (docker/Dockerfile)
 if [ ${#missing[@]} -gt 0 ]; then
   sudo_cmd=""
   [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
@@ -90,12 +91,14 @@ step "set-up done"
 if [ $# -gt 0 ]; then
   exec .venv/bin/pytest "$@"
 fi
-# Every test on every core, a file's tests on one worker (its module fixtures: a server, a fuzz count), each test with
+# Every test on every core, a file's tests on one worker (its module fixtures: a server, a fuzz count) and the heaviest
+# files first (tests/conftest.py orders them; xdist's own reordering would start the engine files last), each test with
 # its servers on free ports, its own temporary directories and Redis; then the few marked `alone` (pyproject.toml: they
-# time a replica's death against its lease) with nothing beside them.
+# time a replica's death against its lease) with nothing beside them. Each run prints its slowest tests (CI's log
+# says where the time goes).
 status=0
-.venv/bin/pytest -n auto --dist loadfile -m "not alone" || status=$?
+.venv/bin/pytest -n auto --dist loadfile --no-loadscope-reorder -m "not alone" --durations=30 || status=$?
 step "tests on every core done"
-.venv/bin/pytest -m alone || status=$?
+.venv/bin/pytest -m alone --durations=10 || status=$?
 step "tests marked alone done (exit $status)"
 exit "$status"

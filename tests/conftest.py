@@ -26,6 +26,18 @@ from tests.support.processes import serve_process
 from tests.support.redis_server import RedisServer, require_redis
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The heaviest files first: those that judge on a real engine, then the other slow ones, then the rest, each file's
+    tests in their own order. ``scripts/test.sh`` runs the files in this order (``--dist loadfile
+    --no-loadscope-reorder``: xdist's default would put the files with the most tests first, and so the engine files,
+    few tests of minutes each, last), so the long files start at once and the quick ones fill in at the end."""
+    weight: dict[Path, int] = {}
+    for item in items:
+        heavy = 0 if item.get_closest_marker("engine") else 1 if item.get_closest_marker("slow") else 2
+        weight[item.path] = min(weight.get(item.path, heavy), heavy)
+    items.sort(key=lambda item: weight[item.path])  # stable: a file's tests stay together, in order
+
+
 @pytest.fixture(autouse=True)
 def _no_real_provider_keys(monkeypatch: pytest.MonkeyPatch) -> None:
     """Tests never reach a real provider: drop any provider keys/URLs or PCFJ_ settings from the environment. Nor do

@@ -20,7 +20,8 @@ from schemathesis import checks
 from tests.support.processes import serve_process
 from tests.support.raw_http import raw_request
 
-pytestmark = [pytest.mark.slow, pytest.mark.alone]  # alone: its count test reads what the fuzz tests before it sent
+# Its count test reads what the fuzz tests before it sent: the file runs in one process (scripts/test.sh: --dist loadfile).
+pytestmark = pytest.mark.slow
 SENT: Counter[str] = Counter()
 CHECKS = [
     checks.not_a_server_error,

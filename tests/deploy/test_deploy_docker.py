@@ -115,18 +115,33 @@ def healthcheck(port: int) -> list[str]:
     return [sys.executable, *argv[1:-1], re.sub(r":\d+/", f":{port}/", argv[-1])]
 
 
+def image_env() -> dict[str, str]:
+    """The image's ENV for the service (``PCFJ_*`` and the allocator's), its jemalloc at this machine's path of
+    Debian's libjemalloc2 (redis-server depends on it; the image links it to /usr/local/lib)."""
+    env = {k: v for k, v in dockerfile().envs.items() if k.startswith("PCFJ_") or k in ALLOCATOR}
+    assert env["PYTHONMALLOC"] == "malloc" and Path(env["LD_PRELOAD"]).name == JEMALLOC
+    found = sorted(Path("/usr/lib").glob(f"*-linux-gnu/{JEMALLOC}"))
+    assert found, f"{JEMALLOC} not found: apt-get install libjemalloc2 (scripts/test.sh installs redis-server with it)"
+    return env | {"LD_PRELOAD": str(found[0])}
+
+
+ALLOCATOR = {"LD_PRELOAD", "PYTHONMALLOC", "MALLOC_CONF"}
+JEMALLOC = "libjemalloc.so.2"
+
+
 @pytest.mark.slow
 def test_image_command_and_healthcheck_work_for_real() -> None:
-    """The CMD (bound to loopback) with the image's ENV: PCFJ_WORKERS=2 gives two workers; the HEALTHCHECK
-    passes against it and fails once it is gone."""
+    """The CMD (bound to loopback) with the image's ENV: PCFJ_WORKERS=2 gives two workers, each allocating with
+    jemalloc; the HEALTHCHECK passes against it and fails once it is gone."""
     port = free_port()
     argv = [sys.executable, "-m", "pcfjudge.cli.main", *cmd()[1:], "--host", "127.0.0.1", "--port", str(port)]
-    env = {k: v for k, v in dockerfile().envs.items() if k.startswith("PCFJ_")}
+    env = image_env()
     url = f"http://127.0.0.1:{port}/healthz"
     with background_process(argv, ready_url=url, env=env, name="image CMD") as proc:
         children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()
         workers = [c for c in children if "spawn_main" in Path(f"/proc/{c}/cmdline").read_text()]
         assert len(workers) == int(env["PCFJ_WORKERS"])
+        assert all(JEMALLOC in Path(f"/proc/{w}/maps").read_text() for w in workers)
         assert subprocess.run(healthcheck(port), timeout=30).returncode == 0
     assert subprocess.run(healthcheck(port), capture_output=True, timeout=30).returncode != 0
 

@@ -506,13 +506,12 @@ def _chat(args: argparse.Namespace) -> int:
 
 
 def _safety(args: argparse.Namespace) -> int:
-    from pcfjudge_lab.bench.burst_memory import BurstPlan
+    from pcfjudge_lab.bench.burst_memory import BurstPlan, allocator_plans
     from pcfjudge_lab.bench.safety_bench import format_report, run
 
     bursts: tuple[BurstPlan, ...] = ()
-    if args.burst:  # the default allocator, then the C allocator for small objects too
-        malloc = (("PYTHONMALLOC", "malloc"),)
-        bursts = (BurstPlan("default", args.burst), BurstPlan("PYTHONMALLOC=malloc", args.burst, env=malloc))
+    if args.burst:  # the default allocator, then the C allocator for small objects too: glibc's, then jemalloc's
+        bursts = allocator_plans(args.burst)
     print(format_report(*run(args.timeout_s, tuple(args.transports), bursts)))
     return 0
 
@@ -526,7 +525,8 @@ def _add_safety(kinds: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "5 ms (the answer's time and the longest /healthz wait), then one listwise request to an endpoint whose 200 "
         "body never ends, per OpenAI transport (RSS at rest and at peak, and how the request ended); with --burst N, "
         "RSS before, during and after N reranks of 1,000 documents (with Redis, the front cache's TTL 30 s, "
-        "PCFJ_REST_AFTER_S 5 s), with the default allocator and PYTHONMALLOC=malloc.",
+        "PCFJ_REST_AFTER_S 5 s), with the default allocator, PYTHONMALLOC=malloc, and that with jemalloc as the image runs "
+        "it (when Debian's libjemalloc2 is installed).",
     )
     safety.add_argument("--timeout-s", type=float, default=20.0, help="the service's request timeout (default 20)")
     safety.add_argument("--transports", nargs="+", default=["wire", "sdk"], choices=["wire", "sdk"])

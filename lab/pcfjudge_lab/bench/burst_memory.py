@@ -51,6 +51,27 @@ def rss_mb(pid: int) -> float:
     return 0.0
 
 
+JEMALLOC = (
+    ("PYTHONMALLOC", "malloc"),
+    ("MALLOC_CONF", "background_thread:true,dirty_decay_ms:2000,muzzy_decay_ms:0"),
+)
+"""The image's allocator (docker/Dockerfile), beside ``LD_PRELOAD`` of the machine's libjemalloc."""
+
+
+def allocator_plans(
+    reranks: int, docs: int = 1000, front_ttl_s: float = 30.0, rest_after_s: float = 5.0
+) -> tuple[BurstPlan, ...]:
+    """The same burst under Python's allocator, glibc's malloc for every object, and jemalloc (when installed)."""
+    found = sorted(Path("/usr/lib").glob("*-linux-gnu/libjemalloc.so.2"))
+    allocators: list[tuple[str, tuple[tuple[str, str], ...]]] = [
+        ("default", ()),
+        ("PYTHONMALLOC=malloc", (("PYTHONMALLOC", "malloc"),)),
+    ]
+    if found:
+        allocators.append(("jemalloc, as the image", (*JEMALLOC, ("LD_PRELOAD", str(found[0])))))
+    return tuple(BurstPlan(label, reranks, docs, front_ttl_s, rest_after_s, env) for label, env in allocators)
+
+
 def _documents(seed: int, n: int) -> list[str]:
     rng = random.Random(seed)
     return [f"document {seed}-{j}: " + " ".join(rng.choice(WORDS) for _ in range(60)) for j in range(n)]
