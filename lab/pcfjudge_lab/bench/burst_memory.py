@@ -19,7 +19,7 @@ from pathlib import Path
 
 import httpx
 
-from pcfjudge_lab.bench.procs import Proc, free_port, http_ok, pcfjudge
+from pcfjudge_lab.bench.procs import Proc, free_port, http_ok, pcfjudge, rss_mb
 
 WORDS = ("alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa")
 
@@ -42,13 +42,6 @@ class Burst:
     end_mb: float
     after_mb: float
     seconds: float
-
-
-def rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
 
 
 JEMALLOC = (

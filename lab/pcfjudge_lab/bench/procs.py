@@ -93,6 +93,14 @@ class Proc:
             return None
 
 
+def rss_mb(pid: int) -> float:
+    """A process's resident memory (Linux's /proc), in MiB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
 def pcfjudge(*args: str) -> list[str]:
     return [sys.executable, "-m", "pcfjudge.cli.main", *args]
 

@@ -25,7 +25,7 @@ from pathlib import Path
 import httpx
 
 from pcfjudge_lab.bench.burst_memory import Burst, BurstPlan, format_burst, measure
-from pcfjudge_lab.bench.procs import Proc, free_port, http_ok, pcfjudge
+from pcfjudge_lab.bench.procs import Proc, free_port, http_ok, pcfjudge, rss_mb
 
 MESSAGE = '"[[C]]" for a tie' + "[User Question]\n\n\n" * 8000
 """The red team's message (issue 49, row 3): 144 KB."""
@@ -59,13 +59,6 @@ class Endless:
     peak_mb: float
     status: int | None  # None: the client gave up
     seconds: float
-
-
-def rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
 
 
 def _serve(workdir: Path, name: str, env: dict[str, str]) -> tuple[Proc, str]:
