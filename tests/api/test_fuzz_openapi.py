@@ -20,8 +20,9 @@ from schemathesis import checks
 from tests.support.processes import serve_process
 from tests.support.raw_http import raw_request
 
-# Its count test reads what the fuzz tests before it sent: the file runs in one process (scripts/test.sh: --dist loadfile).
-pytestmark = pytest.mark.slow
+# alone: its count test reads what the fuzz test before it sent; and schemathesis gives every operation's test the same
+# node id, which xdist's scheduler (a map by node id) runs once: tried on every core, it fuzzed one operation only.
+pytestmark = [pytest.mark.slow, pytest.mark.alone]
 SENT: Counter[str] = Counter()
 CHECKS = [
     checks.not_a_server_error,
