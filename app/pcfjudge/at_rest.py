@@ -8,8 +8,9 @@ drops the expired entries of the caches registered with ``expire``, collects gar
 its free memory back to the system (``malloc_trim``, on glibc). A memo only saves work: emptying one never changes an
 answer, only the cost of the next request's first steps.
 
-What stays is the interpreter's small-object allocator keeping arenas that a few live objects pin (measured in
-docs/operations/safety.md); ``PYTHONMALLOC=malloc`` hands those to the C allocator too, at a measured cost in speed.
+What stays is the interpreter's small-object allocator keeping arenas that a few live objects pin; the image runs
+with ``PYTHONMALLOC=malloc`` and jemalloc, which return them (docs/operations/safety.md#memory-after-a-burst measures
+both, and the cost).
 """
 
 from __future__ import annotations
