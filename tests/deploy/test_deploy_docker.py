@@ -18,6 +18,7 @@ import pytest
 from dockerfile_parse import DockerfileParser
 from pcfjudge.cli.main import build_parser
 from pcfjudge.settings import Settings
+from pcfjudge_lab.bench import burst_memory
 
 from tests.support.basics import ROOT
 from tests.support.manifests import K8S, compose_binary, render, settings_env_names
@@ -120,6 +121,7 @@ def image_env() -> dict[str, str]:
     Debian's libjemalloc2 (redis-server depends on it; the image links it to /usr/local/lib)."""
     env = {k: v for k, v in dockerfile().envs.items() if k.startswith("PCFJ_") or k in ALLOCATOR}
     assert env["PYTHONMALLOC"] == "malloc" and Path(env["LD_PRELOAD"]).name == JEMALLOC
+    assert dict(burst_memory.JEMALLOC).items() <= env.items()  # what `bench safety --burst` measures "as the image"
     found = sorted(Path("/usr/lib").glob(f"*-linux-gnu/{JEMALLOC}"))
     assert found, f"{JEMALLOC} not found: apt-get install libjemalloc2 (scripts/test.sh installs redis-server with it)"
     return env | {"LD_PRELOAD": str(found[0])}

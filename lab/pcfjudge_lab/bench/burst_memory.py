@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import random
 import shutil
-import socket
 import threading
 import time
 from dataclasses import dataclass
@@ -19,7 +18,7 @@ from pathlib import Path
 
 import httpx
 
-from pcfjudge_lab.bench.procs import Proc, free_port, http_ok, pcfjudge, rss_mb
+from pcfjudge_lab.bench.procs import Proc, free_port, http_ok, pcfjudge, redis_answers, rss_mb
 
 WORDS = ("alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa")
 
@@ -88,15 +87,7 @@ def _redis(workdir: Path) -> tuple[Proc, str]:
         "--appendonly",
         "no",
     ]
-
-    def answers() -> bool:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-        except OSError:
-            return False
-        return True
-
-    redis = Proc("redis-server", argv, workdir / "redis.log", answers)
+    redis = Proc("redis-server", argv, workdir / "redis.log", lambda: redis_answers(port))
     redis.start()
     return redis, f"redis://127.0.0.1:{port}/0"
 

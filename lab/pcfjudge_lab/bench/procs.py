@@ -93,6 +93,25 @@ class Proc:
             return None
 
 
+def listens(port: int) -> bool:
+    """Whether something on this machine accepts connections on ``port``."""
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+    except OSError:
+        return False
+    return True
+
+
+def redis_answers(port: int) -> bool:
+    """Whether the Redis on ``port`` answers PING."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1) as sock:
+            sock.sendall(b"PING\r\n")
+            return sock.recv(16).startswith(b"+PONG")
+    except OSError:
+        return False
+
+
 def rss_mb(pid: int) -> float:
     """A process's resident memory (Linux's /proc), in MiB."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
@@ -143,12 +162,7 @@ class Fleet:
             self.urls.append(url)
 
     def _redis_answers(self) -> bool:
-        try:
-            with socket.create_connection(("127.0.0.1", self.redis_port), timeout=1) as sock:
-                sock.sendall(b"PING\r\n")
-                return sock.recv(16).startswith(b"+PONG")
-        except OSError:
-            return False
+        return redis_answers(self.redis_port)
 
     def start(self) -> None:
         self.redis.start()

@@ -13,7 +13,6 @@ Run it on the code before a change (``PYTHONPATH=<old checkout>/app``) and after
 
 from __future__ import annotations
 
-import socket
 import sys
 import tempfile
 import threading
@@ -25,7 +24,7 @@ from pathlib import Path
 import httpx
 
 from pcfjudge_lab.bench.burst_memory import Burst, BurstPlan, format_burst, measure
-from pcfjudge_lab.bench.procs import Proc, free_port, http_ok, pcfjudge, rss_mb
+from pcfjudge_lab.bench.procs import Proc, free_port, http_ok, listens, pcfjudge, rss_mb
 
 MESSAGE = '"[[C]]" for a tie' + "[User Question]\n\n\n" * 8000
 """The red team's message (issue 49, row 3): 144 KB."""
@@ -101,9 +100,7 @@ def stall(workdir: Path) -> Stall:
 
 def endless(workdir: Path, transport: str, timeout_s: float) -> Endless:
     port = free_port()
-    engine = Proc(
-        "endless", [sys.executable, "-c", ENDLESS, str(port)], workdir / "endless.log", lambda: _listens(port)
-    )
+    engine = Proc("endless", [sys.executable, "-c", ENDLESS, str(port)], workdir / "endless.log", lambda: listens(port))
     engine.start()
     env = {
         "PCFJ_OPENAI_API_KEY": "sk-bench-0123456789abcdef",
@@ -135,14 +132,6 @@ def endless(workdir: Path, transport: str, timeout_s: float) -> Endless:
     finally:
         proc.kill()
         engine.kill()
-
-
-def _listens(port: int) -> bool:
-    try:
-        socket.create_connection(("127.0.0.1", port), timeout=1).close()
-    except OSError:
-        return False
-    return True
 
 
 def run(
