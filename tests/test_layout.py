@@ -379,6 +379,8 @@ CLI = ("cli/", "batch/batch_command.py")  # may import a subcommand's module (pc
 MAX_CYCLES = 5  # imports kept in a function to break an import cycle, each saying so ("# cycle: …")
 ON_FIRST_USE = {  # module → what it imports in a function though required, and the test that holds it to that
     # no OpenTelemetry SDK while tracing is off (tests/telemetry/test_tracing.py, test_off_there_is_no_header_…)
+    # the Anthropic SDK with the first Anthropic backend (tests/backends/test_backends_anthropic.py, test_the_sdk_loads_…)
+    "backends/factory.py": ("pcfjudge.backends.anthropic_backend",),
     "telemetry/tracing.py": ("opentelemetry.sdk", "pcfjudge.telemetry.loop_export", "pcfjudge.telemetry.otlp"),
     "api/middleware/request.py": ("pcfjudge.telemetry.spans",),
     "engine/runner.py": ("pcfjudge.telemetry.spans",),

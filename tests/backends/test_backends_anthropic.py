@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+import textwrap
 from collections.abc import AsyncIterator
 from contextlib import aclosing
 from typing import Any
@@ -14,8 +18,9 @@ from pcfjudge.judging.parse import OutputError, load_json_object, parse_listwise
 from pcfjudge.settings import Settings
 from pcfjudge.types import DecodingParams
 
-from tests.support.basics import ANTHROPIC_KEY, CANDIDATES
+from tests.support.basics import ANTHROPIC_KEY, CANDIDATES, OPENAI_KEY
 from tests.support.inprocess import FakeProvider, listwise_call
+from tests.support.processes import clean_env
 
 
 def _backend(fake: FakeProvider, **client: Any) -> AnthropicBackend:
@@ -122,3 +127,43 @@ def test_factory_turns_sdk_retries_off(fake: FakeProvider) -> None:
     assert backend is not None
     assert backend.client.max_retries == 0
     assert backend.base_url.rstrip("/") == fake.url
+
+
+def test_the_sdk_loads_with_the_first_anthropic_backend() -> None:
+    """In a fresh interpreter: a service whose providers are OpenAI's (the SDK transport too) and the simulated judge
+    judges without importing the Anthropic SDK (two thirds of the modules it would load, over a second of its
+    start); the first Anthropic backend built loads it."""
+    script = textwrap.dedent(
+        f"""
+        import asyncio, json, sys
+        import httpx
+        from asgi_lifespan import LifespanManager
+        from pcfjudge.api.app import create_app
+        from pcfjudge.backends.factory import build_backends
+        from pcfjudge.settings import Settings
+
+        async def main():
+            app = create_app()
+            async with LifespanManager(app) as manager:
+                transport = httpx.ASGITransport(app=manager.app)
+                async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+                    body = {{"question": "Q?", "candidates": {list(CANDIDATES)!r}, "k": 2, "model": "sim:default"}}
+                    return (await client.post("/judge/listwise", json=body)).status_code
+
+        status = asyncio.run(main())
+        before = "anthropic" in sys.modules
+        built = sorted(build_backends(Settings(anthropic_api_key={ANTHROPIC_KEY!r})))
+        print(json.dumps({{"status": status, "before": before, "built": built, "after": "anthropic" in sys.modules}}))
+        """
+    )
+    env = clean_env() | {
+        "PCFJ_OPENAI_API_KEY": OPENAI_KEY,
+        "PCFJ_OPENAI_TRANSPORT": "sdk",
+        "PCFJ_OPENAI_BASE_URL": "http://127.0.0.1:9/v1",
+    }
+    out = subprocess.run(
+        [sys.executable, "-W", "error", "-c", script], capture_output=True, text=True, timeout=120, env=env
+    )
+    assert out.returncode == 0, out.stderr
+    seen = json.loads(out.stdout.strip().splitlines()[-1])
+    assert seen == {"status": 200, "before": False, "built": ["anthropic", "openai"], "after": True}

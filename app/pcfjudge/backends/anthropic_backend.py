@@ -34,6 +34,7 @@ from pcfjudge.backends.base import (
     Refused,
     Truncated,
 )
+from pcfjudge.backends.models_file import EndpointSpec
 from pcfjudge.backends.params import ANTHROPIC_EFFORTS
 from pcfjudge.backends.sdk_http import answer_too_large, sdk_http_client
 from pcfjudge.backends.sdkerrors import public_url, scrub, status_error
@@ -166,6 +167,18 @@ def build_anthropic(settings: Settings) -> AnthropicBackend | None:
         base_url=settings.providers.anthropic_base_url,
         max_retries=0,
         timeout=settings.fanout.request_timeout_s,
-        http_client=sdk_http_client("anthropic", slots),
+        http_client=sdk_http_client(anthropic.DefaultAioHttpClient, "anthropic", slots),
+    )
+    return AnthropicBackend(client)
+
+
+def anthropic_endpoint(settings: Settings, spec: EndpointSpec, connections: int) -> AnthropicBackend:
+    """The backend of a fleet endpoint on Anthropic's wire: its own client, key and URL, the service's timeout."""
+    client = AsyncAnthropic(
+        api_key=spec.api_key,
+        base_url=spec.api_base,
+        max_retries=0,
+        timeout=settings.fanout.request_timeout_s,
+        http_client=sdk_http_client(anthropic.DefaultAioHttpClient, "anthropic", connections),
     )
     return AnthropicBackend(client)

@@ -1,11 +1,14 @@
-"""Build the real-provider backends the settings have keys for, and the judge fleets of PCFJ_MODELS_FILE."""
+"""Build the real-provider backends the settings have keys for, and the judge fleets of PCFJ_MODELS_FILE.
+
+The Anthropic SDK (about 3,000 modules: two thirds of what the service would load, and over a second of its start)
+loads with the first Anthropic backend built: a service without an Anthropic key or endpoint never imports it
+(``tests/backends/test_backends_anthropic.py``)."""
 
 from __future__ import annotations
 
-from anthropic import AsyncAnthropic
+import openai
 from openai import AsyncOpenAI
 
-from pcfjudge.backends.anthropic_backend import AnthropicBackend, build_anthropic
 from pcfjudge.backends.base import Backend
 from pcfjudge.backends.budget import MemoryBudget, RedisBudget
 from pcfjudge.backends.fleet import FleetBackend
@@ -25,6 +28,8 @@ def build_backends(settings: Settings) -> dict[str, Backend]:
         if openai_backend is not None:
             backends["openai"] = openai_backend
     if settings.providers.anthropic_api_key is not None:
+        from pcfjudge.backends.anthropic_backend import build_anthropic  # the SDK, on first use (module docstring)
+
         anthropic_backend = build_anthropic(settings)
         if anthropic_backend is not None:
             backends["anthropic"] = anthropic_backend
@@ -70,14 +75,9 @@ def build_endpoint(settings: Settings, spec: EndpointSpec) -> Backend:
     """The backend of one fleet endpoint: its own client, key and URL, the service's timeouts and output mode."""
     connections = spec.max_parallel_requests or settings.fanout.backend_concurrency
     if spec.wire == "anthropic":
-        anthropic = AsyncAnthropic(
-            api_key=spec.api_key,
-            base_url=spec.api_base,
-            max_retries=0,
-            timeout=settings.fanout.request_timeout_s,
-            http_client=sdk_http_client("anthropic", connections),
-        )
-        return AnthropicBackend(anthropic)
+        from pcfjudge.backends.anthropic_backend import anthropic_endpoint  # the SDK, on first use (module docstring)
+
+        return anthropic_endpoint(settings, spec, connections)
 
     base_url, basic = split_credentials(spec.api_base)
     client = AsyncOpenAI(
@@ -85,7 +85,9 @@ def build_endpoint(settings: Settings, spec: EndpointSpec) -> Backend:
         base_url=base_url,
         max_retries=0,
         timeout=settings.fanout.request_timeout_s,
-        http_client=sdk_http_client("openai", connections) if settings.providers.openai_transport == "sdk" else None,
+        http_client=sdk_http_client(openai.DefaultAioHttpClient, "openai", connections)
+        if settings.providers.openai_transport == "sdk"
+        else None,
         default_headers={"Authorization": basic} if basic else None,
     )
     return OpenAIBackend(

@@ -13,17 +13,17 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
-import anthropic
 import httpx2
-import openai
 
 from pcfjudge.backends.base import ProviderError
 from pcfjudge.backends.chat_wire import MAX_ANSWER_BYTES
 
 
-def sdk_http_client(provider: str, connections: int, limit: int = MAX_ANSWER_BYTES) -> httpx2.AsyncClient:
-    """The ``provider`` SDK's (openai or anthropic) aiohttp client with ``connections`` pooled connections, every
-    answer bounded to ``limit`` bytes."""
+def sdk_http_client(
+    client: type[httpx2.AsyncClient], provider: str, connections: int, limit: int = MAX_ANSWER_BYTES
+) -> httpx2.AsyncClient:
+    """The ``provider`` SDK's aiohttp client (``client``: its ``DefaultAioHttpClient``, so that this module loads
+    neither SDK) with ``connections`` pooled connections, every answer bounded to ``limit`` bytes."""
 
     async def bound(response: httpx2.Response) -> None:
         length = response.headers.get("content-length", "")
@@ -32,7 +32,6 @@ def sdk_http_client(provider: str, connections: int, limit: int = MAX_ANSWER_BYT
         assert isinstance(response.stream, httpx2.AsyncByteStream)  # an async client's response
         response.stream = _Bounded(response.stream, provider, limit)
 
-    client = openai.DefaultAioHttpClient if provider == "openai" else anthropic.DefaultAioHttpClient
     return client(
         limits=httpx2.Limits(max_connections=connections, max_keepalive_connections=connections),
         event_hooks={"response": [bound]},
