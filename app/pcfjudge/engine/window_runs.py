@@ -77,12 +77,14 @@ def windowed_budget(task: ListwiseTask, window: int, most: int) -> ListwiseTask:
 
 
 THREAD_FROM = 1000
-"""Candidates from which the stepper plans and fits in a worker thread: a fit of 10,000 candidates takes tens of
-milliseconds of numpy, which the event loop would otherwise wait for (the thread gives it a turn every 5 ms)."""
+"""Candidates from which the stepper plans and fits, and a door shapes its answer, in a worker thread: a fit of
+10,000 candidates takes tens of milliseconds of numpy and their response's rows a hundred, which the event loop would
+otherwise wait for (the thread gives it a turn every 5 ms)."""
 
 
-async def _off_loop(n: int, work: Callable[[], T]) -> T:
-    """``work`` (planning or fitting ``n`` candidates) in a worker thread when ``n`` is large, else here."""
+async def off_loop(n: int, work: Callable[[], T]) -> T:
+    """``work`` over ``n`` candidates (planning, fitting, shaping an answer) in a worker thread when ``n`` is large,
+    else here."""
     return await asyncio.to_thread(work) if n >= THREAD_FROM else work()
 
 
@@ -122,7 +124,7 @@ async def judge_windows(
     outcomes: list[CallOutcome] = []
     sums = [[0.0] * _STATS for _ in range(n)]
     where = {cid: c for c, cid in enumerate(task.ids)}
-    while windows := await _off_loop(n, ranking.next_windows):
+    while windows := await off_loop(n, ranking.next_windows):
         tasks, specs = await _round_calls(task, windows, model, params)
         first = len(records)  # a window's run index: ``first`` + its place in the round
         filled: dict[int, RunRecord] = {}  # the runs a stream has already reported, by their place
@@ -141,7 +143,7 @@ async def judge_windows(
         if watch.heard:
             round_ = {"model": model.string, "step": ranking.steps, "windows": len(windows)}
             watch.announce("round", round_ | {"windows_judged": len(records), "calls_budgeted": ranking.budget})
-    fit = await _off_loop(n, ranking.fit)
+    fit = await off_loop(n, ranking.fit)
     await turns.take()  # the fit, then the result and its response: two steps, not one
     ok = len(records) - ranking.failed
     cut = ranking.stopped == "deadline"

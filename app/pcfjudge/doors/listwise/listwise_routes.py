@@ -16,6 +16,7 @@ from pcfjudge.doors.listwise.listwise_response import response_data
 from pcfjudge.engine.listwise_runs import ListwiseTask
 from pcfjudge.engine.plan import Plan
 from pcfjudge.engine.progress import Watch
+from pcfjudge.engine.window_runs import off_loop
 from pcfjudge.http.door_spec import Answered, Call, DoorRouter, DoorSpec, JobRoute
 from pcfjudge.http.error_handlers import ERROR_RESPONSES, STREAM_RESPONSE
 from pcfjudge.services import Services
@@ -38,7 +39,8 @@ async def answer(call: Call, body: ListwiseRequest, plan: Plan[ListwiseTask], wa
     """The judgment, recorded for its door, as the response's JSON (a ``ListwiseResponse``, serialised once)."""
     result = await judged(call.at, call.services.judge.run(plan, watch))
     record_listwise(result, call.services.metrics, call.at)
-    return Answered(response_data(result, call.request_id, body.include_runs))
+    shaped = await off_loop(len(plan.task.ids), lambda: response_data(result, call.request_id, body.include_runs))
+    return Answered(shaped)
 
 
 JUDGE = JobRoute("/judge/listwise", ListwiseRequest, lambda b: b, "stream", plan_of, answer)

@@ -32,6 +32,7 @@ from pcfjudge.engine.judge import Judge, prompt_style
 from pcfjudge.engine.listwise_runs import ListwiseTask
 from pcfjudge.engine.plan import Plan
 from pcfjudge.engine.progress import Watch
+from pcfjudge.engine.window_runs import off_loop
 from pcfjudge.errors import ApiError, client_error
 from pcfjudge.judging import consensus as cons
 from pcfjudge.judging.waves import Budget
@@ -254,7 +255,8 @@ async def rerank(
     record_listwise(result, metrics, door)
     if result.windows is not None:  # hundreds of documents: their response is a step of its own (``turns``)
         await turns.take()
-    detail = to_response(result, request_id, include_runs)
+    n = len(plan.task.ids)  # thousands: shaped in a worker thread (a hundred milliseconds at 10,000)
+    detail = await off_loop(n, lambda: to_response(result, request_id, include_runs))
     if len(plan.task.ids) == 1:  # pointwise, as a reward group of one: the judge's own score, clipped to 0–100
         only = detail.candidates[0]
         return Ranked([0], {0: min(100.0, max(0.0, only.mean_score))}, detail, pointwise=True)

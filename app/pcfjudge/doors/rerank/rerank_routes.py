@@ -45,6 +45,7 @@ from pcfjudge.engine.judge import Judge
 from pcfjudge.engine.listwise_runs import ListwiseTask
 from pcfjudge.engine.plan import Plan
 from pcfjudge.engine.progress import AnswerBy, Watch
+from pcfjudge.engine.window_runs import off_loop
 from pcfjudge.errors import client_error
 from pcfjudge.http import error_shapes
 from pcfjudge.http.deps import ServicesDep
@@ -185,6 +186,12 @@ async def answer(call: Call, body: CohereRerankRequest, plan: Plan[ListwiseTask]
     include_runs = body.pcfjudge is not None and body.pcfjudge.include_runs
     services, n, endpoint = call.services, len(body.documents), call.at.endpoint
     ranked = await rerank(services.judge, services.metrics, call.request_id, plan, include_runs, call.at, watch)
+    return Answered(await off_loop(n, lambda: _cohere_answer(call.request_id, endpoint, body, ranked)))
+
+
+def _cohere_answer(request_id: str, endpoint: str, body: CohereRerankRequest, ranked: Ranked) -> dict[str, Any]:
+    """Cohere's answer's body for the ranked documents (thousands of them: shaped in a worker thread)."""
+    n = len(body.documents)
     pieces = chunks(body)  # as the plan cut them (the plan may have been made in another process: a job)
     ranked = best_chunks(ranked, pieces.owner)  # documents split into chunks: each scored by its best
     usage = ranked.detail.usage
@@ -204,7 +211,7 @@ async def answer(call: Call, body: CohereRerankRequest, plan: Plan[ListwiseTask]
     }
     response = RerankResponse.model_validate(
         {
-            "id": call.request_id,
+            "id": request_id,
             "model": ranked.detail.model,
             "results": results,
             "meta": meta,
@@ -220,7 +227,7 @@ async def answer(call: Call, body: CohereRerankRequest, plan: Plan[ListwiseTask]
         del payload["pcfjudge"]
     if payload["meta"]["warnings"] is None:  # as Cohere's: absent when there is nothing to say
         del payload["meta"]["warnings"]
-    return Answered(payload)
+    return payload
 
 
 def warnings(ranked: Ranked, body: CohereRerankRequest, long: list[int]) -> list[str]:
