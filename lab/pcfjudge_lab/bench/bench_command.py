@@ -308,7 +308,12 @@ def _add_ranking(kinds: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     arg("--drift", type=float, default=8.0, help="sd of the judge's per-call drift of absolute scores (default 8)")
     arg("--bias", type=float, default=5.0, help="points the judge adds to what it shows first (default 5)")
     arg("--quality", choices=("uniform", "normal"), default="uniform", help="how the hidden truths are drawn")
-    arg("--trials", type=int, default=10, help="worlds each figure is averaged over (default 10; a fifth past 1,000)")
+    arg(
+        "--trials",
+        type=int,
+        default=10,
+        help="worlds each figure is averaged over (default 10; five times that up to 256, a fifth past 1,000)",
+    )
     arg("--seed", type=int, default=0, help="seed of the worlds and the judge (default 0)")
     ranking.set_defaults(func=_ranking)
 
