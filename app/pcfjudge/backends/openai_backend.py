@@ -248,9 +248,8 @@ def build_openai(settings: Settings, base_url: str | None = None) -> OpenAIBacke
     base_url, basic = split_credentials(base_url if engine else settings.providers.openai_base_url)
     slots = settings.fanout.backend_concurrency
     sdk = settings.providers.openai_transport == "sdk"
-    http_client = (
-        sdk_http_client(openai.DefaultAioHttpClient, "openai", slots) if sdk else None
-    )  # the wire path bounds its own reads
+    # the SDK's client bounded as the wire path bounds its own reads
+    http_client = sdk_http_client(openai.DefaultAioHttpClient, "openai", slots) if sdk else None
     key = (
         settings.providers.openai_api_key.get_secret_value()
         if settings.providers.openai_api_key is not None and not engine

@@ -257,7 +257,7 @@ async def rerank(
         await turns.take()
     n = len(plan.task.ids)  # thousands: shaped in a worker thread (a hundred milliseconds at 10,000)
     detail = await off_loop(n, lambda: to_response(result, request_id, include_runs))
-    if len(plan.task.ids) == 1:  # pointwise, as a reward group of one: the judge's own score, clipped to 0–100
+    if n == 1:  # pointwise, as a reward group of one: the judge's own score, clipped to 0–100
         only = detail.candidates[0]
         return Ranked([0], {0: min(100.0, max(0.0, only.mean_score))}, detail, pointwise=True)
     consensus = {int(c.id): c.consensus for c in detail.candidates}
