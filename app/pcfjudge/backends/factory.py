@@ -6,15 +6,11 @@ loads with the first Anthropic backend built: a service without an Anthropic key
 
 from __future__ import annotations
 
-import openai
-from openai import AsyncOpenAI
-
 from pcfjudge.backends.base import Backend
 from pcfjudge.backends.budget import MemoryBudget, RedisBudget
 from pcfjudge.backends.fleet import FleetBackend
 from pcfjudge.backends.models_file import EndpointSpec, ModelsFileError, load_models_file
-from pcfjudge.backends.openai_backend import NO_KEY, OpenAIBackend, build_openai, split_credentials
-from pcfjudge.backends.sdk_http import sdk_http_client
+from pcfjudge.backends.openai_backend import NO_KEY, build_openai, openai_wire
 from pcfjudge.cache.redis_cache import RedisCache
 from pcfjudge.settings import Settings
 
@@ -79,20 +75,4 @@ def build_endpoint(settings: Settings, spec: EndpointSpec) -> Backend:
 
         return anthropic_endpoint(settings, spec, connections)
 
-    base_url, basic = split_credentials(spec.api_base)
-    client = AsyncOpenAI(
-        api_key=spec.api_key or NO_KEY,
-        base_url=base_url,
-        max_retries=0,
-        timeout=settings.fanout.request_timeout_s,
-        http_client=sdk_http_client(openai.DefaultAioHttpClient, "openai", connections)
-        if settings.providers.openai_transport == "sdk"
-        else None,
-        default_headers={"Authorization": basic} if basic else None,
-    )
-    return OpenAIBackend(
-        client,
-        output_mode=settings.providers.openai_output_mode,
-        transport=settings.providers.openai_transport,
-        connections=connections,
-    )
+    return openai_wire(settings, spec.api_base, spec.api_key or NO_KEY, connections)

@@ -245,16 +245,23 @@ def build_openai(settings: Settings, base_url: str | None = None) -> OpenAIBacke
     engine = base_url is not None  # one of PCFJ_ENGINES: no key, its own URL
     if not engine and settings.providers.openai_api_key is None and not settings.providers.openai_base_url:
         return None
-    base_url, basic = split_credentials(base_url if engine else settings.providers.openai_base_url)
-    slots = settings.fanout.backend_concurrency
-    sdk = settings.providers.openai_transport == "sdk"
-    # the SDK's client bounded as the wire path bounds its own reads
-    http_client = sdk_http_client(openai.DefaultAioHttpClient, "openai", slots) if sdk else None
     key = (
         settings.providers.openai_api_key.get_secret_value()
         if settings.providers.openai_api_key is not None and not engine
         else NO_KEY
     )
+    url = base_url if engine else settings.providers.openai_base_url
+    return openai_wire(settings, url, key, settings.fanout.backend_concurrency)
+
+
+def openai_wire(settings: Settings, url: str | None, key: str, connections: int) -> OpenAIBackend:
+    """A backend on the OpenAI wire at ``url`` (credentials in it go out as HTTP Basic) with ``key``: SDK retries
+    off, the SDK timeout capping one attempt, ``connections`` pooled connections, the service's transport and output
+    mode (the OpenAI backend, an engine of PCFJ_ENGINES, a fleet's endpoint)."""
+    base_url, basic = split_credentials(url)
+    sdk = settings.providers.openai_transport == "sdk"
+    # the SDK's client bounded as the wire path bounds its own reads
+    http_client = sdk_http_client(openai.DefaultAioHttpClient, "openai", connections) if sdk else None
     client = AsyncOpenAI(
         api_key=key,
         base_url=base_url,
@@ -267,7 +274,7 @@ def build_openai(settings: Settings, base_url: str | None = None) -> OpenAIBacke
         client,
         output_mode=settings.providers.openai_output_mode,
         transport=settings.providers.openai_transport,
-        connections=slots,
+        connections=connections,
     )
 
 
