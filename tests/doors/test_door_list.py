@@ -49,7 +49,9 @@ FORMS: dict[str, tuple[Any, str | None]] = {  # the model sent → the model the
     "fleet": ("fleet:judge", "fleet:judge"),
     "bare fleet": ("judge", "fleet:judge"),
     "unknown": ("nosuch", None),
+    "empty": ("", None),  # issue 49 row 9: was the default model, silently
 }
+REFUSED = {"unknown": "unknown model 'nosuch'", "empty": "model must not be empty"}
 MODES = ("now", "stream", "job")
 CALLS_FAKE = {"provider", "fleet", "bare fleet"}
 
@@ -141,7 +143,7 @@ async def test_every_door_every_mode_resolves_model_the_same_way(
                 chat = path == "/v1/chat/completions"  # OpenAI's shape: an invalid request is a 400
                 assert status == (400 if chat else 422), (where, data)
                 message = data["error"]["message"] if chat else data["detail"]
-                assert "unknown model 'nosuch'" in message and "fleet:judge (or judge)" in message, (where, data)
+                assert REFUSED[form] in message and "fleet:judge (or judge)" in message, (where, data)
                 assert "panel" in message and "sim:default" in message, (where, data)
                 continue
             assert status == 200, (where, data)
