@@ -137,7 +137,7 @@ class Fleet:
         self.redis_url = f"redis://127.0.0.1:{self.redis_port}/0"
         redis_argv = [redis_binary, "--port", str(self.redis_port), "--bind", "127.0.0.1", "--dir", str(workdir)]
         redis_argv += ["--save", "", "--appendonly", "no", "--maxmemory", "256mb", "--maxmemory-policy", "allkeys-lru"]
-        self.redis = Proc("redis-server", redis_argv, workdir / "redis.log", self._redis_answers)
+        self.redis = Proc("redis-server", redis_argv, workdir / "redis.log", lambda: redis_answers(self.redis_port))
         self.fake = Proc(
             "fake-provider",
             pcfjudge("fake-provider", "--port", str(self.fake_port), *fake_args),
@@ -160,9 +160,6 @@ class Fleet:
             ready = _ready_check(url)
             self.replicas.append(Proc(f"replica-{i}", argv, workdir / f"replica-{i}.log", ready, env))
             self.urls.append(url)
-
-    def _redis_answers(self) -> bool:
-        return redis_answers(self.redis_port)
 
     def start(self) -> None:
         self.redis.start()
