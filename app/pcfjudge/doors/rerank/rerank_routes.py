@@ -119,8 +119,14 @@ async def tei_rerank(body: TeiRerankRequest, request: Request) -> JSONResponse:
     plan = _TEI_PLANS.derive(body, (s, judge), lambda: _tei_plan(body, s, judge))  # once per body, as Cohere's
     include_runs = body.pcfjudge is not None and body.pcfjudge.include_runs
     ranked = await rerank(services.judge, services.metrics, call.request_id, plan, include_runs, call.at, watch)
+    ranks = await off_loop(len(body.texts), lambda: _tei_answer(body, ranked))
+    return JSONResponse(ranks, headers=tei_warning(ranked))
+
+
+def _tei_answer(body: TeiRerankRequest, ranked: Ranked) -> list[dict[str, Any]]:
+    """TEI's answer's array for the ranked texts (thousands of them: shaped in a worker thread, as Cohere's)."""
     stats = {int(c.id): c for c in ranked.detail.candidates}
-    ranks = [
+    return [
         TeiRank(
             index=i,
             score=ranked.consensus[i] if body.raw_scores else ranked.relevance(i),
@@ -129,7 +135,6 @@ async def tei_rerank(body: TeiRerankRequest, request: Request) -> JSONResponse:
         ).model_dump(mode="json", exclude_none=True)
         for i in ranked.order
     ]
-    return JSONResponse(ranks, headers=tei_warning(ranked))
 
 
 def tei_warning(ranked: Ranked) -> dict[str, str]:
