@@ -3,7 +3,7 @@ the largest first). A figure to read, not a cap: imports sit at the top of the m
 
 Measured in a fresh interpreter, so that nothing else counts: the app on default settings (no Redis, no tracing, no
 calibration records) started with its lifespan, one ``POST /judge/listwise`` over ASGI, then the lines of every
-``pcfjudge`` module in ``sys.modules``.
+``pcfjudge`` module in ``sys.modules``, and every module loaded by its top-level package (the SDKs, the framework).
 """
 
 from __future__ import annotations
@@ -12,10 +12,13 @@ import json
 import subprocess
 import sys
 import textwrap
+from collections import Counter
+from dataclasses import dataclass
 
 SCRIPT = textwrap.dedent(
     """
     import asyncio, json, sys
+    from collections import Counter
     from pathlib import Path
 
     import httpx
@@ -40,21 +43,34 @@ SCRIPT = textwrap.dedent(
         for name, module in list(sys.modules.items())
         if name.split(".")[0] == "pcfjudge" and getattr(module, "__file__", None)
     }
-    print(json.dumps({name: len(path.read_text(encoding="utf-8").splitlines()) for name, path in files.items()}))
+    lines = {name: len(path.read_text(encoding="utf-8").splitlines()) for name, path in files.items()}
+    packages = Counter(name.split(".")[0] for name in list(sys.modules))
+    print(json.dumps({"lines": lines, "packages": packages}))
     """
 )
 
 
-def run(timeout_s: float = 120.0) -> dict[str, int]:
-    """Lines of each ``pcfjudge`` module a served judgment loaded."""
+@dataclass(frozen=True)
+class Loaded:
+    lines: dict[str, int]  # each pcfjudge module's lines
+    packages: Counter[str]  # modules loaded, by top-level package
+
+
+def run(timeout_s: float = 120.0) -> Loaded:
+    """What a served judgment loaded: each ``pcfjudge`` module's lines, and every module by package."""
     done = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, timeout=timeout_s)
     if done.returncode != 0:
         raise RuntimeError(f"the served judgment failed:\n{done.stderr[-2000:]}")
-    lines: dict[str, int] = json.loads(done.stdout.strip().splitlines()[-1])
-    return lines
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    return Loaded(seen["lines"], Counter(seen["packages"]))
 
 
-def format_report(lines: dict[str, int], top: int = 15) -> str:
+def format_report(loaded: Loaded, top: int = 15) -> str:
+    lines = loaded.lines
     largest = sorted(lines.items(), key=lambda item: -item[1])[:top]
     rows = "\n".join(f"  {n:5d} {name}" for name, n in largest)
-    return f"a served judgment loaded {len(lines)} modules, {sum(lines.values())} lines; the largest:\n{rows}"
+    packages = ", ".join(f"{name} {n}" for name, n in loaded.packages.most_common(top))
+    return (
+        f"a served judgment loaded {len(lines)} modules, {sum(lines.values())} lines; the largest:\n{rows}\n"
+        f"modules in all: {sum(loaded.packages.values())}; by package: {packages}"
+    )

@@ -10,13 +10,17 @@ from pcfjudge_lab.bench.imports_bench import format_report, run
 
 
 def test_the_report_counts_what_a_served_judgment_loaded() -> None:
-    lines = run()
+    loaded = run()
+    lines = loaded.lines
     assert "pcfjudge.engine.listwise_runs" in lines  # it did judge
     assert "pcfjudge.doors.door_list" in lines  # through the doors the app mounts
     assert sum(lines.values()) > 5_000  # the app, the engine, the judging core
-    report = format_report(lines, top=3)
+    assert loaded.packages["pcfjudge"] >= len(lines) and loaded.packages["fastapi"] > 0
+    assert "anthropic" not in loaded.packages  # no Anthropic backend on the defaults: its SDK is not loaded
+    report = format_report(loaded, top=3)
     assert f"{len(lines)} modules, {sum(lines.values())} lines" in report
-    assert len(report.splitlines()) == 4
+    assert f"modules in all: {loaded.packages.total()}; by package: " in report
+    assert len(report.splitlines()) == 5
 
 
 def test_the_command_prints_it() -> None:
