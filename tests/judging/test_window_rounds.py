@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import random
 from collections import Counter
 
@@ -16,7 +17,7 @@ from pcfjudge.judging.window_rounds import (
     ranking_of,
     run_values,
 )
-from pcfjudge.judging.window_stages import focus_size
+from pcfjudge.judging.window_stages import focus_size, nearest
 
 
 def test_the_budget_is_windows_per_round_times_rounds_and_max_calls_only_lowers_it() -> None:
@@ -54,32 +55,39 @@ def test_the_whole_order_takes_every_round_at_once_each_candidate_once_per_round
     assert ranking_of(fit.scores) == list(range(n - 1, -1, -1))  # drift alone is absorbed exactly by the offsets
 
 
-def test_a_boundary_ranking_is_one_round_then_stages_down_to_its_focus() -> None:
-    """top_n 10 of 100 in windows of 16, 4 rounds' calls (28): one uniform round (7 windows), then stages, each
-    keeping the most careful share that fits the calls left (0.7 at first), every window of a stage sending its best on, down to the
-    focus (16, one window); a noiseless judge's top 10 comes out exactly."""
+def test_a_boundary_ranking_is_one_round_a_linking_stage_then_full_windows_at_the_boundary() -> None:
+    """top_n 10 of 100 in windows of 16, 4 rounds' calls (28): one uniform round (7 windows); one stage keeping the
+    most careful share that fits (0.7: 70, filled to its 5 windows' 80), every window of the round sending its best
+    on, which links every candidate onto one scale; then boundary steps, each at most a third of the calls left, of
+    full windows over the candidates nearest the boundary. A judge with noise 1: the top 10 but for the 10th and
+    11th, 0.47 apart."""
     n = 100
     ranking = WindowRanking(n, WindowSpec(16, 4, top_n=10))
     assert ranking.focus == focus_size(10, 16) == 16
     truth = [random.Random(f"t{c}").uniform(0, 100) for c in range(n)]
-    call = _judge(truth, random.Random(0), drift=10)
+    call = _judge(truth, random.Random(0), drift=10, noise=1)
     first = ranking.next_windows()
     assert Counter(c for w in first for c in w) == {c: 1 for c in range(n)} and len(first) == 7
-    sizes, latest = [], first
     for w in first:
         ranking.record(w, call(w))
-    while windows := ranking.next_windows():
-        stage = {c for w in windows for c in w}
-        if ranking.alive == len(stage):  # a stage (not a boundary step): each window of the last one sent its best
-            assert all(max(w, key=lambda c: truth[c]) in stage for w in latest)
-            sizes.append(len(stage))
-        latest = windows
+    stage = ranking.next_windows()
+    assert len(stage) == 5 and all(len(w) == 16 for w in stage) and ranking.alive == 80
+    assert all(max(w, key=lambda c: truth[c]) in {c for v in stage for c in v} for w in first)
+    for w in stage:
+        ranking.record(w, call(w))
+    assert ranking.fit().components == 1
+    steps = []
+    while True:
+        left = ranking.budget - ranking.calls
+        if not (windows := ranking.next_windows()):
+            break
+        steps.append(len(windows))
+        assert len(windows) <= max(1, left // 3) and all(len(w) == 16 for w in windows)
         for w in windows:
             ranking.record(w, call(w))
-    assert sizes[0] == 70 and sizes[-1] == 16 and sizes == sorted(set(sizes), reverse=True)
-    assert ranking.calls <= ranking.budget == 28 and ranking.stopped in ("certified", "budget")
+    assert len(steps) >= 2 and ranking.calls <= ranking.budget == 28 and ranking.stopped in ("certified", "budget")
     fit = ranking.fit()
-    assert fit.components == 1 and set(ranking_of(fit.scores)[:10]) == set(ranking_of(truth)[:10])
+    assert fit.components == 1 and len(set(ranking_of(fit.scores)[:10]) & set(ranking_of(truth)[:10])) >= 9
 
 
 def test_a_clear_boundary_is_certified_once_the_stages_are_done() -> None:
@@ -89,7 +97,7 @@ def test_a_clear_boundary_is_certified_once_the_stages_are_done() -> None:
     while windows := ranking.next_windows():
         for w in windows:
             ranking.record(w, call(w))
-    assert ranking.stopped == "certified" and ranking.alive == ranking.focus == 16
+    assert ranking.stopped == "certified" and ranking.alive == 32  # one stage (two full windows) linked them all
     assert ranking_of(ranking.fit().scores)[:5] == [0, 1, 2, 3, 4]
 
 
@@ -111,7 +119,7 @@ def test_a_smaller_top_n_runs_the_same_plan_so_its_picks_lead_a_larger_ones() ->
 
 
 def test_the_least_calls_of_a_boundary_ranking_are_one_round_and_its_leanest_stages() -> None:
-    assert least_calls(100, 16, top_n=10) == 7 + 2 + 1  # 100 → 25 (2 windows) → 16 (1)
+    assert least_calls(100, 16, top_n=10) == 7 + 2 + 1  # 100 → 25 (2 windows) → 16 (1): a sufficient budget
     assert least_calls(100, 16) == 14  # the whole order: two rounds
     with pytest.raises(ValueError, match="at least 10 calls"):
         WindowRanking(100, WindowSpec(16, 4, top_n=10, max_calls=9))
@@ -120,7 +128,7 @@ def test_the_least_calls_of_a_boundary_ranking_are_one_round_and_its_leanest_sta
     while windows := ranking.next_windows():
         for w in windows:
             ranking.record(w, {c: truth[c] for c in w})
-    assert ranking.calls == 10 and ranking.fit().components == 1
+    assert ranking.calls <= 10 and ranking.fit().components == 1  # a noiseless judge: certified once linked
 
 
 def test_a_failed_call_is_counted_and_contributes_nothing() -> None:
@@ -194,3 +202,14 @@ def test_small_windows_stage_on_until_one_scale_links_every_candidate() -> None:
             ranking.record(w, call(w))
     assert ranking.fit().components == 1 and ranking.calls <= 24
     assert ranking.stopped in ("certified", "budget")
+
+
+def test_the_nearest_are_counted_in_standard_errors_from_the_boundary_then_in_points() -> None:
+    """Boundary of the top 2 of scores 90/80/70/60/50: 75. In standard errors: 70 (±10) is 0.5 away, 80 (±2) 2.5,
+    90 (±100) 0.15, 60 (±1) 15, 50 (±50) 0.5 (25 points: after 70's 5)."""
+    scores, errors = [90.0, 80.0, 70.0, 60.0, 50.0], [100.0, 2.0, 10.0, 1.0, 50.0]
+    assert nearest(scores, errors, 2, 1) == [0]
+    assert nearest(scores, errors, 2, 3) == [0, 2, 4]
+    assert nearest(scores, errors, 2, 4) == [0, 1, 2, 4]
+    unmeasured = [math.inf] * 5  # no scatter measured yet: nearest in points
+    assert nearest(scores, unmeasured, 2, 2) == [1, 2]

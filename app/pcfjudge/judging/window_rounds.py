@@ -9,12 +9,14 @@ ranking``) run the very same decisions:
   (``max_calls`` states another, never below ``least_calls``: what the fit needs to be connected);
 * **whole order** (``top_n`` = 0, a reward group): all ``rounds`` rounds are uniform, every candidate shown
   ``rounds`` times in varied windows and balanced positions, handed out together (``STEP_WINDOWS`` at most a step);
-* **a top** (``top_n`` ≥ 1: rerank's ``top_n``, listwise's winner): one uniform round, then the tournament's stages
-  (``window_stages``: who goes on, and how many, from the fit so far), on until one scale links every candidate;
-  then boundary steps, each up to one round's calls spent on windows over the candidates still uncertain at the
-  boundary of the top max(``top_n``, 10) (``windows.uncertain_at``: fitted score within two standard errors of it,
-  ``CERTAIN_Z``), refitted after each step; it stops ``certified`` when fewer than two are uncertain. Round trips:
-  one per stage and per step.
+* **a top** (``top_n`` ≥ 1: rerank's ``top_n``, listwise's winner): one uniform round, then stages
+  (``window_stages``: who goes on, and how many, from the fit so far) until one scale links every candidate; then
+  boundary steps, refitted after each: while two or more candidates are uncertain at the boundary of the top
+  max(``top_n``, 10) (``windows.uncertain_at``: fitted score within ``CERTAIN_Z`` standard errors of it), a step
+  spends at most a third of the calls left (``BOUNDARY_SHARE``; up to a round's) on full windows over the candidates
+  nearest the boundary (``window_stages.nearest``, as many windows as the uncertain fill); it stops ``certified``
+  when fewer than two are uncertain. Round trips: one per stage and per step (the thirds make them about
+  ``log1.5`` of the calls after the stages: 5 at 100 documents and 12 calls, about 12 at 1,000 and 124).
 
 ``stopped``: ``rounds`` (every uniform round made), ``certified`` (the top ``top_n`` no longer in doubt),
 ``budget`` (uncertain candidates remain, and no further step fits), ``failed`` (calls of the latest step failed:
@@ -40,8 +42,8 @@ from pcfjudge.judging.window_stages import (
     focus_size,
     least_stage_calls,
     links,
+    nearest,
     next_size,
-    plausible,
     survivors,
     windows_for,
 )
@@ -63,6 +65,9 @@ STEP_WINDOWS = 640
 once, 10,000 documents' one round (625 windows) per step, within the call slots of an idle backend."""
 CERTAIN_Z = 2.0
 """A candidate is uncertain while its fitted consensus is within this many standard errors of the boundary."""
+BOUNDARY_SHARE = 3
+"""A boundary step spends at most this share of the calls left (``pcfjudge bench ranking``: refits between the last
+calls are worth more than one step's fewer round trips)."""
 
 
 def windows_per_round(n: int, window: int) -> int:
@@ -174,25 +179,23 @@ class WindowRanking:
             self.stopped = "failed"
             return []
         fit = self.fit()
-        stage = self.alive > self.focus or fit.components > 1  # the stages go on until one scale links them all
-        windows = self._stage(fit) if stage else self._boundary(fit)
+        windows = self._stage(fit) if fit.components > 1 else self._boundary(fit)  # stages until one scale
         if not windows:
             return []
         self.rounds_made += 1
         return self._hand_out(windows)
 
     def _stage(self, fit: WindowFit) -> list[Window]:
-        """A stage of the tournament (``window_stages``): the candidates still in contention, in fresh windows."""
-        size = affordable = next_size(self.alive, self.spec.window, self.focus, self.budget - self.calls)
-        if certain(fit) and 0 < fit.residual_sd < math.inf:  # one scale, a measured scatter: only the plausible
-            size = max(self.focus, min(size, plausible(fit.scores, fit.standard_errors, self.focus, CERTAIN_Z)))
+        """A stage (``window_stages``): the best of the field in fresh full windows, to link every group."""
+        w = self.spec.window
+        size = next_size(self.alive, w, self.focus, self.budget - self.calls)
+        size = min(self.alive, windows_for(size, w) * w)  # every call shows a full window
         going_on = survivors(fit.scores, self._latest, size)
-        times = max(1, windows_for(affordable, self.spec.window) // windows_for(size, self.spec.window))
-        seed = self.spec.seed * 1000 + self.steps  # a field cut short by its doubt is judged as often as it affords
+        seed = self.spec.seed * 1000 + self.steps
         shown = [list(counts) for counts in self.shown]  # a draft: ``windows_linking`` may replace it
-        stage = windows_over(going_on, self.n, self.spec.window, seed, times, shown)
-        if fit.components > 1 and not links(stage, fit.groups):  # deal the field so that its windows link the groups
-            stage = windows_linking(going_on, fit.groups, self.n, self.spec.window, seed, self.shown)
+        stage = windows_over(going_on, self.n, w, seed, 1, shown)
+        if not links(stage, fit.groups):  # deal the field so that its windows link the groups
+            stage = windows_linking(going_on, fit.groups, self.n, w, seed, self.shown)
         else:
             self.shown = shown
         if len(stage) > self.budget - self.calls:
@@ -202,7 +205,8 @@ class WindowRanking:
         return stage
 
     def _boundary(self, fit: WindowFit) -> list[Window]:
-        """A boundary step: windows over the candidates still uncertain at the boundary the calls settle."""
+        """A boundary step: full windows over the candidates nearest the boundary the calls settle, at most a third
+        of the calls left (so the last calls come after the most refits)."""
         if not certain(fit):  # failed calls left a candidate unjudged or off the scale: no boundary to settle
             self.stopped = "incomplete"
             return []
@@ -210,13 +214,15 @@ class WindowRanking:
         if len(uncertain) < 2:
             self.stopped = "certified"
             return []
-        room = min(self.per_round, self.budget - self.calls)
+        left, w = self.budget - self.calls, self.spec.window
+        room = min(self.per_round, left, max(1, left // BOUNDARY_SHARE))
         if room <= 0:
             self.stopped = "budget"
             return []
-        times = max(1, room // windows_per_round(len(uncertain), self.spec.window))  # up to a round's calls
-        step = windows_over(uncertain, self.n, self.spec.window, self.spec.seed * 1000 + self.steps, times, self.shown)
-        fresh = [w for w in dict.fromkeys(step) if w not in self.asked][:room]  # asked again = the same cached answer
+        field = nearest(fit.scores, fit.standard_errors, self.settles, min(room, windows_for(len(uncertain), w)) * w)
+        times = max(1, room // windows_per_round(len(field), w))
+        step = windows_over(field, self.n, w, self.spec.seed * 1000 + self.steps, times, self.shown)
+        fresh = [v for v in dict.fromkeys(step) if v not in self.asked][:room]  # asked again = the same cached answer
         if not fresh:  # every window of the uncertain candidates these calls could ask has been asked
             self.stopped = "budget"
         return fresh

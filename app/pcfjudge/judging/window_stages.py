@@ -1,38 +1,39 @@
-"""A boundary ranking's stages: who goes on after each stage, and how many, from the calls left (pure).
+"""A boundary ranking's stages and steps: who is judged next, and how many, from the calls left (pure).
 
 A request that asks for its top ``top_n`` (rerank's ``top_n``, listwise's winner) does not need every candidate
-judged as often as every other: it needs the top settled. So after one uniform round (every candidate shown once),
-it runs a *tournament with one scale*: each stage judges the candidates still in contention in fresh windows
-(``windows.windows_over``: a seeded shuffle, display positions balanced), and after it the fit over every judgment so
-far (``window_fit``) chooses who goes on. The stages shrink the field by a constant share ``keep`` until at most
-``focus`` candidates are left; the calls that remain then go to the ``top_n`` boundary (``window_rounds``).
+judged as often as every other: it needs the top settled. So after one uniform round (every candidate shown once,
+in disjoint windows: no common scale yet), it runs **stages** until one scale links every candidate, then
+**boundary steps** (``window_rounds``). Every call shows a full window: a call costs about the same whether it
+shows 9 candidates or 16, and each extra candidate shown is one more look.
 
-* **keep** is the largest of ``KEEPS`` whose stages fit the calls left (a larger budget eliminates more gently: a
-  document is dropped only where many others beat it); with none of them, the smallest, and the budget stops it.
-* **how many, once the fit has one scale** (after the first stage, usually): no more than could still be in the
-  top ``focus`` (a fitted score within two standard errors of its last place, or above it), so a clear field
-  shrinks at once and the calls go where the doubt is;
-* **who goes on**: the best of every window of the latest stage (so every window of every stage is linked to the
-  next), then the best of the rest by fitted score. Stages go on until one scale links every group of candidates
-  (``links``; ``least_stage_calls`` counts the stages small windows need); a stage whose shuffle would not link the
-  groups is dealt across them instead (``windows.windows_linking``). The
-  fit uses every judgment so far, not only the latest window's: a strong candidate that one lenient call placed
-  low is carried by its other appearances.
-* **focus** is the field the last stage holds: ``FOCUS_SHARE`` × max(``top_n``, ``DEFAULT_FOCUS``), at least one
-  window. A ``top_n`` up to ``DEFAULT_FOCUS`` therefore runs the very same plan: ``top_n`` 3's results are the
-  first three of ``top_n`` 10's, at the same budget.
+* **A stage** judges the best of the field in fresh windows (``windows.windows_over``: a seeded shuffle, display
+  positions balanced), and the fit over every judgment so far (``window_fit``) chooses who: the best of every
+  window of the latest stage (so every window is linked to the next), then the best of the rest by fitted score, a
+  share ``keep`` of the field filled up to its windows. ``keep`` is the largest of ``KEEPS`` whose stages down to
+  the ``focus`` would fit the calls left with two more looks at the focus to spare (else one, else none; with none
+  of them, the smallest, and the budget stops it): a small budget cuts deep and keeps its calls for the boundary,
+  a large one cuts gently. A stage whose shuffle would not link the groups is dealt across them instead
+  (``windows.windows_linking``); ``least_stage_calls`` counts the stages small windows need to link them.
+* **A boundary step**, once the fit has one scale: full windows over the candidates ``nearest`` the boundary of
+  the top max(``top_n``, ``DEFAULT_FOCUS``), in standard errors (``window_rounds``).
+* **focus** (``FOCUS_SHARE`` × max(``top_n``, ``DEFAULT_FOCUS``), at least one window) sizes the stages and the
+  least budget. A ``top_n`` up to ``DEFAULT_FOCUS`` runs the very same plan: ``top_n`` 3's results are the first
+  three of ``top_n`` 10's, at the same budget.
 
-Why a tournament: RankGPT's sliding window carries the best forward through one pass, so one bad call (a judge's
-primacy bias favouring whatever is shown first) can lose a top document for good; TourRank repeats whole
-tournaments to average that out. Here each stage's decision rests on every judgment of the candidates so far, and
-the stages cost about as much as a sliding window (a halving tournament: about two rounds' worth of calls).
-``pcfjudge bench ranking`` measures them side by side (docs/performance.md).
+Why: RankGPT's sliding window carries the best forward through one pass, so one bad call (a judge's primacy bias
+favouring whatever is shown first) can lose a top document for good; TourRank repeats whole tournaments to average
+that out. Here every decision rests on every judgment of the candidates so far, and the calls after the first stage
+go where the doubt is. ``pcfjudge bench ranking`` measures them side by side at equal calls (docs/performance.md):
+at 100 documents and a sliding window's 12 calls, one stage cut to two full windows and three one-call boundary
+steps found more of the top 10 than gentler stages or under-filled windows did.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+
+import numpy as np
 
 from pcfjudge.judging.windows import Window, window_sizes
 
@@ -78,21 +79,24 @@ def least_stage_calls(n: int, window: int, focus: int) -> int:
 
 
 def next_size(alive: int, window: int, focus: int, calls_left: int) -> int:
-    """How many candidates the next stage holds: the most careful keep whose stages fit ``calls_left`` (keeping one
-    more look at the last field when that fits too), else the smallest keep."""
+    """How many candidates the next stage holds: the most careful keep whose stages fit ``calls_left`` (keeping two
+    more looks at the last field, else one, when that fits too), else the smallest keep."""
     again = windows_for(focus, window)
-    for spare in (again, 0):
+    for spare in (2 * again, again, 0):
         for keep in KEEPS:
             if stage_calls(alive, window, focus, keep) + spare <= calls_left:
                 return max(focus, math.ceil(alive * keep))
     return max(focus, math.ceil(alive * KEEPS[-1]))
 
 
-def plausible(scores: Sequence[float], errors: Sequence[float], focus: int, z: float) -> int:
-    """How many candidates could still be in the top ``focus``: those whose fitted score is within ``z`` standard
-    errors of the ``focus``-th best score, or above it."""
-    bar = sorted(scores, reverse=True)[focus - 1]
-    return sum(1 for score, error in zip(scores, errors, strict=True) if score + z * error >= bar)
+def nearest(scores: Sequence[float], errors: Sequence[float], top: int, size: int) -> list[int]:
+    """The ``size`` candidates nearest the ``top`` boundary (the midpoint between the ``top``-th and the next fitted
+    score) in standard errors, then in points (errors not measured yet are infinite); in index order."""
+    values, spread = np.asarray(scores, dtype=np.float64), np.asarray(errors, dtype=np.float64)
+    ranked = np.sort(values)[::-1]
+    distance = np.abs(values - (ranked[top - 1] + ranked[top]) / 2)
+    doubt = distance / np.maximum(spread, 1e-12)
+    return sorted(np.lexsort((np.arange(len(values)), distance, doubt))[:size].tolist())
 
 
 def links(windows: Sequence[Window], groups: Sequence[int]) -> bool:
