@@ -443,7 +443,7 @@ def _loop(args: argparse.Namespace) -> int:
 
     bench = LoopBench(
         args.documents, args.concurrent, args.latency_ms, args.probe_ms, args.alone_probes, args.queued_jobs,
-        args.job_workers,
+        args.job_workers, args.top_n,
     )  # fmt: skip
     print(format_report(bench, run(bench)))
     return 0
@@ -465,6 +465,7 @@ def _add_loop(kinds: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     arg("--alone-probes", type=int, default=150, help="/healthz probes with nothing else running (default 150)")
     arg("--queued-jobs", type=int, default=100, help="key A's queued jobs in the fairness phase (0: none; default 100)")
     arg("--job-workers", type=int, default=4, help="job workers in the fairness phase (default 4)")
+    arg("--top-n", type=int, default=0, help="Cohere's top_n of each rerank (default 0: none, the whole order)")
     loop.set_defaults(func=_loop)
 
 

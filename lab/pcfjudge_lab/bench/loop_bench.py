@@ -45,6 +45,7 @@ class LoopBench:
     alone_probes: int = 150
     queued_jobs: int = 100  # key A's backlog in the fairness phase (0: no fairness phase)
     job_workers: int = 4
+    top_n: int = 0  # 0: the whole order (no top_n); else Cohere's top_n, a boundary ranking
 
 
 @dataclass(slots=True)
@@ -64,9 +65,10 @@ class Measured:
 JOB_S = 1.0  # each fairness job: K=3 simulated calls of a second, run at once
 
 
-def rerank_body(tag: str, documents: int) -> dict[str, Any]:
+def rerank_body(tag: str, documents: int, top_n: int = 0) -> dict[str, Any]:
     docs = [f"{CANDIDATES[j % len(CANDIDATES)]} (document {j})" for j in range(documents)]
-    return {"model": "rerank-v3.5", "query": f"[{tag}] When was the Peace of Westphalia signed?", "documents": docs}
+    body: dict[str, Any] = {"model": "rerank-v3.5", "query": f"[{tag}] When was the Peace of Westphalia signed?"}
+    return body | {"documents": docs} | ({"top_n": top_n} if top_n else {})
 
 
 def _probe(url: str, every_s: float, stop: threading.Event, out: list[float], limit: int | None = None) -> None:
@@ -94,7 +96,9 @@ def run(bench: LoopBench) -> Measured:
         stack = Stack(Path(work), bench.latency_ms, backend_concurrency=1024, log_level="warning")
         try:
             stack.start(workers=1)
-            _rerank(stack.url, rerank_body("warm-up", bench.documents))  # imports and first-use costs, not measured
+            _rerank(
+                stack.url, rerank_body("warm-up", bench.documents, bench.top_n)
+            )  # imports and first-use costs, not measured
             never = threading.Event()
             _probe(stack.url, bench.probe_ms / 1000, never, out.alone_ms, bench.alone_probes)
             stop = threading.Event()
@@ -103,14 +107,14 @@ def run(bench: LoopBench) -> Measured:
             prober.start()
             try:
                 with ThreadPoolExecutor(bench.concurrent) as pool:
-                    bodies = [rerank_body(f"cold {i}", bench.documents) for i in range(bench.concurrent)]
+                    bodies = [rerank_body(f"cold {i}", bench.documents, bench.top_n) for i in range(bench.concurrent)]
                     out.rerank_s = list(pool.map(lambda b: _rerank(stack.url, b), bodies))
             finally:
                 stop.set()
                 prober.join()
             out.cpu_per_rerank_s = (cpu_s(stack.serve_pid) - cpu0) / bench.concurrent
             out.rss_mb = (rss0, rss_mb(stack.serve_pid, "VmHWM"), rss_mb(stack.serve_pid))
-            out.profiled_s, out.stages = asyncio.run(_profile_one(stack, bench.documents))
+            out.profiled_s, out.stages = asyncio.run(_profile_one(stack, bench.documents, bench.top_n))
             if bench.queued_jobs:
                 out.fair_wait_s, out.fair_still_queued = asyncio.run(
                     fairness(bench.queued_jobs, bench.job_workers, JOB_S)
@@ -156,7 +160,7 @@ def stage_of(path: str) -> str:
     return "other"
 
 
-async def _profile_one(stack: Stack, documents: int) -> tuple[float, dict[str, float]]:
+async def _profile_one(stack: Stack, documents: int, top_n: int) -> tuple[float, dict[str, float]]:
     """One cold rerank in process (the same settings, the same fake provider) under cProfile: its own time by stage."""
     from asgi_lifespan import LifespanManager
     from pcfjudge.surface import Settings, create_app
@@ -172,10 +176,10 @@ async def _profile_one(stack: Stack, documents: int) -> tuple[float, dict[str, f
     async with LifespanManager(app) as manager:
         transport = httpx.ASGITransport(app=manager.app)
         async with httpx.AsyncClient(transport=transport, base_url="http://bench", timeout=600) as client:
-            await client.post("/v2/rerank", json=rerank_body("profile warm-up", documents))
+            await client.post("/v2/rerank", json=rerank_body("profile warm-up", documents, top_n))
             profile = cProfile.Profile()
             profile.enable()
-            reply = await client.post("/v2/rerank", json=rerank_body("profiled", documents))
+            reply = await client.post("/v2/rerank", json=rerank_body("profiled", documents, top_n))
             profile.disable()
     if reply.status_code != 200:
         raise RuntimeError(f"/v2/rerank answered {reply.status_code} in process: {reply.text[:300]}")
@@ -209,7 +213,8 @@ def format_report(bench: LoopBench, m: Measured) -> str:
     lines = [
         f"machine load average before and after: {m.load[0]:.2f}, {m.load[1]:.2f} (2 cores: above 2, probes also wait "
         "for a core)",
-        f"pcfjudge bench loop: {bench.concurrent} cold reranks of {bench.documents} documents at once, the provider "
+        f"pcfjudge bench loop: {bench.concurrent} cold reranks of {bench.documents} documents at once "
+        f"({f'top_n {bench.top_n}' if bench.top_n else 'the whole order'}), the provider "
         f"answering in {bench.latency_ms:g} ms, /healthz probed every {bench.probe_ms:g} ms",
         line("alone", m.alone_ms),
         line(f"during {bench.concurrent} reranks of {bench.documents}", m.loaded_ms),
