@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import APIRouter, FastAPI
+from threadpoolctl import threadpool_limits
 
 from pcfjudge import at_rest
 from pcfjudge._version import __version__
@@ -41,9 +42,18 @@ def include(app: FastAPI, router: APIRouter) -> None:
     app.router.routes.extend(router.routes)
 
 
+BLAS_THREADS = 1
+"""numpy's BLAS threads in a served process. The fits of many candidates (``judging.window_fit``) take dot products
+of vectors of 10,000 values, which OpenBLAS splits across threads that then spin waiting for the next: a
+10,000-document top-10 rerank cost 10.6 s of CPU with them and 7.0 s on one thread, and the spinning threads take
+the cores the event loop needs (docs/performance.md#cohere-sizes)."""
+
+
 def serve_app() -> FastAPI:
     """The app ``pcfjudge serve`` runs (uvicorn's factory): ``create_app`` on the environment's settings, its
-    start-up objects frozen out of the garbage collector's full passes (``freeze_gc``)."""
+    start-up objects frozen out of the garbage collector's full passes (``freeze_gc``), BLAS on ``BLAS_THREADS``
+    (for the whole process: the limit is kept, not a context)."""
+    threadpool_limits(limits=BLAS_THREADS, user_api="blas")
     return create_app(freeze_gc=True)
 
 

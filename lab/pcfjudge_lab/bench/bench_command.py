@@ -275,6 +275,8 @@ def _http(args: argparse.Namespace) -> int:
 
 
 def _ranking(args: argparse.Namespace) -> int:
+    from threadpoolctl import threadpool_limits
+
     from pcfjudge_lab.bench.ranking_bench import RankingBench, format_report, run
 
     bench = RankingBench(
@@ -288,7 +290,8 @@ def _ranking(args: argparse.Namespace) -> int:
         seed=args.seed,
         quality=args.quality,
     )
-    print(format_report(bench, run(bench)))
+    with threadpool_limits(limits=1, user_api="blas"):  # as a served process runs it (api/app.py: BLAS_THREADS)
+        print(format_report(bench, run(bench)))
     return 0
 
 

@@ -206,7 +206,7 @@ def reference_method(judge: Judge, n: int, looks: int, z: float = 1.5, top: int 
         means, errors = sums / seen, sd / np.sqrt(seen)
         ranked = np.sort(means)[::-1]
         boundary = (ranked[top - 1] + ranked[top]) / 2
-        doubt = np.abs(means - boundary) / errors
+        doubt = np.abs(means - boundary) / np.maximum(errors, 1e-12)
         chosen = np.flatnonzero(doubt <= z)
         if len(chosen) < 2:
             chosen = np.argsort(doubt)[:2]

@@ -1,6 +1,6 @@
 """``pcfjudge bench loop`` runs end to end against ``pcfjudge serve`` and the fake provider and reports consistent
 figures (counts and shares asserted, never timings); a served app freezes its start-up objects out of the
-collector's passes."""
+collector's passes and runs BLAS on one thread."""
 
 from __future__ import annotations
 
@@ -8,9 +8,10 @@ import gc
 
 import pytest
 from asgi_lifespan import LifespanManager
-from pcfjudge.api.app import GC_THRESHOLDS, create_app
+from pcfjudge.api.app import BLAS_THREADS, GC_THRESHOLDS, create_app, serve_app
 from pcfjudge.cli.main import main
 from pcfjudge_lab.bench.loop_bench import LoopBench, format_report, run, stage_of
+from threadpoolctl import threadpool_info, threadpool_limits
 
 
 @pytest.mark.slow
@@ -50,3 +51,12 @@ async def test_a_served_app_freezes_its_start_up_objects_and_collects_less_often
         gc.set_threshold(*before)
     async with LifespanManager(create_app()):  # tests' apps (many in one process) leave the collector as it is
         assert gc.get_freeze_count() == 0 and gc.get_threshold() == before
+
+
+def test_a_served_process_runs_blas_on_one_thread() -> None:
+    """``serve_app`` limits numpy's BLAS to ``BLAS_THREADS`` for the process (its threads spun on the cores the event
+    loop needs); the limit is restored after the test."""
+    with threadpool_limits(limits=None):  # restores the process's limits on exit
+        serve_app()
+        blas = [pool for pool in threadpool_info() if pool["user_api"] == "blas"]
+        assert blas and all(pool["num_threads"] == BLAS_THREADS == 1 for pool in blas)
