@@ -10,7 +10,7 @@ import pytest
 from asgi_lifespan import LifespanManager
 from pcfjudge.api.app import BLAS_THREADS, GC_THRESHOLDS, create_app, serve_app
 from pcfjudge.cli.main import main
-from pcfjudge_lab.bench.loop_bench import LoopBench, format_report, run, stage_of
+from pcfjudge_lab.bench.loop_bench import LoopBench, format_report, rerank_body, run, stage_of
 from threadpoolctl import threadpool_info, threadpool_limits
 
 
@@ -60,3 +60,8 @@ def test_a_served_process_runs_blas_on_one_thread() -> None:
         serve_app()
         blas = [pool for pool in threadpool_info() if pool["user_api"] == "blas"]
         assert blas and all(pool["num_threads"] == BLAS_THREADS == 1 for pool in blas)
+
+
+def test_the_loop_benchs_reranks_ask_for_top_n_only_when_given() -> None:
+    assert rerank_body("q", 3, top_n=2)["top_n"] == 2 and len(rerank_body("q", 3, top_n=2)["documents"]) == 3
+    assert "top_n" not in rerank_body("q", 3)
