@@ -204,12 +204,13 @@ def test_small_windows_stage_on_until_one_scale_links_every_candidate() -> None:
     assert ranking.stopped in ("certified", "budget")
 
 
-def test_the_nearest_are_counted_in_standard_errors_from_the_boundary_then_in_points() -> None:
-    """Boundary of the top 2 of scores 90/80/70/60/50: 75. In standard errors: 70 (±10) is 0.5 away, 80 (±2) 2.5,
-    90 (±100) 0.15, 60 (±1) 15, 50 (±50) 0.5 (25 points: after 70's 5)."""
+def test_the_nearest_are_counted_in_standard_errors_from_a_boundary_of_the_top_then_in_points() -> None:
+    """Boundaries of the top 2 of scores 90/80/70/60/50: 85 (1st/2nd) and 75 (2nd/3rd). In standard errors from the
+    nearer: 90 (±100) is 0.05 away, 80 (±2) 2.5, 70 (±10) 0.5, 60 (±1) 15, 50 (±50) 0.5 (25 points: after 70's 5)."""
     scores, errors = [90.0, 80.0, 70.0, 60.0, 50.0], [100.0, 2.0, 10.0, 1.0, 50.0]
     assert nearest(scores, errors, 2, 1) == [0]
     assert nearest(scores, errors, 2, 3) == [0, 2, 4]
     assert nearest(scores, errors, 2, 4) == [0, 1, 2, 4]
-    unmeasured = [math.inf] * 5  # no scatter measured yet: nearest in points
-    assert nearest(scores, unmeasured, 2, 2) == [1, 2]
+    unmeasured = [math.inf] * 5  # no scatter measured yet: nearest in points, the winner's place counted too
+    assert nearest(scores, unmeasured, 2, 3) == [0, 1, 2]
+    assert nearest([90.0, 80.0, 70.0, 60.0, 50.0], [1.0] * 5, 1, 2) == [0, 1]  # a winner: its own boundary

@@ -90,11 +90,14 @@ def next_size(alive: int, window: int, focus: int, calls_left: int) -> int:
 
 
 def nearest(scores: Sequence[float], errors: Sequence[float], top: int, size: int) -> list[int]:
-    """The ``size`` candidates nearest the ``top`` boundary (the midpoint between the ``top``-th and the next fitted
-    score) in standard errors, then in points (errors not measured yet are infinite); in index order."""
+    """The ``size`` candidates nearest a boundary of the top ``top`` (the midpoints between the 1st and 2nd fitted
+    scores, …, the ``top``-th and the next) in standard errors, then in points (errors not measured yet are
+    infinite); in index order. So the field holds who could still cross into or out of the top, and the top's own
+    order: a winner is looked at again, not only the ``top``-th place."""
     values, spread = np.asarray(scores, dtype=np.float64), np.asarray(errors, dtype=np.float64)
     ranked = np.sort(values)[::-1]
-    distance = np.abs(values - (ranked[top - 1] + ranked[top]) / 2)
+    cuts = (ranked[:top] + ranked[1 : top + 1]) / 2
+    distance = np.abs(values[:, None] - cuts[None, :]).min(axis=1)
     doubt = distance / np.maximum(spread, 1e-12)
     return sorted(np.lexsort((np.arange(len(values)), distance, doubt))[:size].tolist())
 
