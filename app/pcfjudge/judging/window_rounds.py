@@ -14,9 +14,10 @@ ranking``) run the very same decisions:
   boundary steps, refitted after each: while two or more candidates are uncertain at the boundary of the top
   max(``top_n``, 10) (``windows.uncertain_at``: fitted score within ``CERTAIN_Z`` standard errors of it), a step
   spends at most a third of the calls left (``BOUNDARY_SHARE``; up to a round's) on full windows over the candidates
-  nearest the boundary (``window_stages.nearest``, as many windows as the uncertain fill); it stops ``certified``
-  when fewer than two are uncertain. Round trips: one per stage and per step (the thirds make them about
-  ``log1.5`` of the calls after the stages: 5 at 100 documents and 12 calls, about 12 at 1,000 and 124).
+  nearest a boundary of that top (``window_stages.nearest``: its cut or a place within it; as many windows as the
+  uncertain fill); it stops ``certified`` when fewer than two are uncertain. Round trips: one per stage and per
+  step (the thirds make them about ``log1.5`` of the calls after the stages: 5 at 100 documents and 12 calls,
+  about 12 at 1,000 and 124).
 
 ``stopped``: ``rounds`` (every uniform round made), ``certified`` (the top ``top_n`` no longer in doubt),
 ``budget`` (uncertain candidates remain, and no further step fits), ``failed`` (calls of the latest step failed:
@@ -205,8 +206,8 @@ class WindowRanking:
         return stage
 
     def _boundary(self, fit: WindowFit) -> list[Window]:
-        """A boundary step: full windows over the candidates nearest the boundary the calls settle, at most a third
-        of the calls left (so the last calls come after the most refits)."""
+        """A boundary step: full windows over the candidates nearest a boundary of the top the calls settle, at most
+        a third of the calls left (so the last calls come after the most refits)."""
         if not certain(fit):  # failed calls left a candidate unjudged or off the scale: no boundary to settle
             self.stopped = "incomplete"
             return []

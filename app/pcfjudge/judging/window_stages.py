@@ -14,8 +14,8 @@ shows 9 candidates or 16, and each extra candidate shown is one more look.
   of them, the smallest, and the budget stops it): a small budget cuts deep and keeps its calls for the boundary,
   a large one cuts gently. A stage whose shuffle would not link the groups is dealt across them instead
   (``windows.windows_linking``); ``least_stage_calls`` counts the stages small windows need to link them.
-* **A boundary step**, once the fit has one scale: full windows over the candidates ``nearest`` the boundary of
-  the top max(``top_n``, ``DEFAULT_FOCUS``), in standard errors (``window_rounds``).
+* **A boundary step**, once the fit has one scale: full windows over the candidates ``nearest`` a boundary of the
+  top max(``top_n``, ``DEFAULT_FOCUS``) (its cut, or a place within it), in standard errors (``window_rounds``).
 * **focus** (``FOCUS_SHARE`` × max(``top_n``, ``DEFAULT_FOCUS``), at least one window) sizes the stages and the
   least budget. A ``top_n`` up to ``DEFAULT_FOCUS`` runs the very same plan: ``top_n`` 3's results are the first
   three of ``top_n`` 10's, at the same budget.
