@@ -144,7 +144,7 @@ class WindowRanking:
             )
         self.focus = focus_size(spec.top_n, spec.window) if spec.top_n else n
         self.settles = max(spec.top_n, DEFAULT_FOCUS)  # the boundary the calls settle (a smaller top_n: the same plan)
-        self.alive = n  # candidates still in contention (a boundary ranking's stages narrow them to ``focus``)
+        self.alive = n  # the latest stage's field (a boundary ranking's stages cut it from ``n``)
         self._latest: list[Window] = []  # the latest stage's windows (each sends its best on)
         self._pending: list[list[Window]] = []  # planned rounds not handed out yet
         self.observations: list[Observation] = []

@@ -45,7 +45,7 @@ KEEPS = (0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.25)
 
 
 def focus_size(top_n: int, window: int) -> int:
-    """The field the last stage holds (see the module docstring)."""
+    """The field the stages' keep is reckoned down to (see the module docstring)."""
     return max(window, math.ceil(FOCUS_SHARE * max(top_n, DEFAULT_FOCUS)))
 
 
