@@ -17,7 +17,9 @@ from pcfjudge.batch.inputs import judge_items, read_requests
 from pcfjudge.batch.job import BatchJob
 from pcfjudge.batch.store import RESULTS
 from pcfjudge.cli.main import main
+from pcfjudge.engine.window_runs import BLAS_THREADS
 from pcfjudge.services import Services
+from threadpoolctl import threadpool_info, threadpool_limits
 
 from tests.support.basics import OPENAI_KEY, ROOT
 from tests.support.inprocess import FakeProvider, app_with_services, provider_settings
@@ -186,6 +188,16 @@ def test_a_killed_batch_collect_resumes_with_no_call_lost_or_duplicated(
     summary = json.loads(text[text.index("{") :])
     assert summary["collected_ok"] == 30 and summary["submissions"][0]["status"] == "collected"
     assert summary["cost_usd_batch"] == pytest.approx(summary["cost_usd_live_equivalent"] / 2, abs=1e-6)
+
+
+def test_a_batch_runs_blas_on_one_thread(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``pcfjudge batch`` fits many-candidate items as a served process does: numpy's BLAS on one thread
+    (``window_runs.limit_blas``); the limit is restored after the test."""
+    with threadpool_limits(limits=None):  # restores the process's limits on exit
+        assert main(["batch", "status", "--out", str(tmp_path)]) == 2
+        blas = [pool for pool in threadpool_info() if pool["user_api"] == "blas"]
+        assert blas and all(pool["num_threads"] == BLAS_THREADS == 1 for pool in blas)
+    assert "pass --input" in capsys.readouterr().err
 
 
 def test_batch_commands_say_what_is_missing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -8,7 +8,6 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import APIRouter, FastAPI
-from threadpoolctl import threadpool_limits
 
 from pcfjudge import at_rest
 from pcfjudge._version import __version__
@@ -21,6 +20,7 @@ from pcfjudge.api.middleware.respond_async import RespondAsyncMiddleware
 from pcfjudge.api.middleware.shutdown import ShutdownMiddleware
 from pcfjudge.api.routes import health_routes, jobs_routes, metrics_routes, models_routes, playground_routes
 from pcfjudge.doors.door_list import DOORS
+from pcfjudge.engine import window_runs
 from pcfjudge.http import error_handlers
 from pcfjudge.judging.pairwise_prompts import KEYED_VERSION, PAIRWISE_VERSION
 from pcfjudge.judging.prompts import LISTWISE_VERSION
@@ -42,18 +42,11 @@ def include(app: FastAPI, router: APIRouter) -> None:
     app.router.routes.extend(router.routes)
 
 
-BLAS_THREADS = 1
-"""numpy's BLAS threads in a served process. The fits of many candidates (``judging.window_fit``) take dot products
-of vectors of 10,000 values, which OpenBLAS splits across threads that then spin waiting for the next: a
-10,000-document top-10 rerank cost 10.6 s of CPU with them and 7.0 s on one thread, and the spinning threads take
-the cores the event loop needs (docs/performance.md#cohere-sizes)."""
-
-
 def serve_app() -> FastAPI:
     """The app ``pcfjudge serve`` runs (uvicorn's factory): ``create_app`` on the environment's settings, its
-    start-up objects frozen out of the garbage collector's full passes (``freeze_gc``), BLAS on ``BLAS_THREADS``
-    (for the whole process: the limit is kept, not a context)."""
-    threadpool_limits(limits=BLAS_THREADS, user_api="blas")
+    start-up objects frozen out of the garbage collector's full passes (``freeze_gc``), numpy's BLAS on one thread
+    (``window_runs.limit_blas``)."""
+    window_runs.limit_blas()
     return create_app(freeze_gc=True)
 
 

@@ -74,7 +74,9 @@ def add_batch_command(sub: Any) -> None:
 
 def _run(step: str, args: argparse.Namespace) -> int:
     from pcfjudge.batch.job import BatchError  # a CLI subcommand
+    from pcfjudge.engine.window_runs import limit_blas
 
+    limit_blas()  # the fits of a many-candidate item, as a served process runs them
     try:
         return asyncio.run(_main(step, args))
     except KeyboardInterrupt:

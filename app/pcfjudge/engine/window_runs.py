@@ -27,6 +27,8 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TypeVar
 
+from threadpoolctl import threadpool_limits
+
 from pcfjudge.backends.registry import ResolvedModel
 from pcfjudge.engine import turns
 from pcfjudge.engine.anytime_runs import needed_ok, run_fields
@@ -53,7 +55,18 @@ from pcfjudge.types import LABELS, DecodingParams, Usage
 
 T = TypeVar("T")
 STEP = 4  # windows planned or read in one step of CPU (about a millisecond; ``turns``)
+BLAS_THREADS = 1
+"""numpy's BLAS threads in a process that fits many candidates (``limit_blas``)."""
 _STATS = 6  # score, borda, top_vote, uncertainty, major_error, hallucinated_specificity (``run_values``[1:])
+
+
+def limit_blas() -> None:
+    """numpy's BLAS on ``BLAS_THREADS`` for the whole process (kept, not a context): ``pcfjudge serve`` and ``pcfjudge
+    batch`` call it. The fits of many candidates (``judging.window_fit``) take dot products of vectors of 10,000
+    values, which OpenBLAS splits across threads that then spin waiting for the next: a 10,000-document top-10 rerank
+    cost 10.6 s of CPU with them and 7.0 s on one thread, and the spinning threads take the cores the event loop
+    needs (docs/performance.md#cohere-sizes)."""
+    threadpool_limits(limits=BLAS_THREADS, user_api="blas")
 
 
 def window_spec(task: ListwiseTask, window: int) -> WindowSpec:

@@ -290,7 +290,7 @@ def _ranking(args: argparse.Namespace) -> int:
         seed=args.seed,
         quality=args.quality,
     )
-    with threadpool_limits(limits=1, user_api="blas"):  # as a served process runs it (api/app.py: BLAS_THREADS)
+    with threadpool_limits(limits=1, user_api="blas"):  # as a served process runs it (window_runs.limit_blas)
         print(format_report(bench, run(bench)))
     return 0
 

@@ -8,8 +8,9 @@ import gc
 
 import pytest
 from asgi_lifespan import LifespanManager
-from pcfjudge.api.app import BLAS_THREADS, GC_THRESHOLDS, create_app, serve_app
+from pcfjudge.api.app import GC_THRESHOLDS, create_app, serve_app
 from pcfjudge.cli.main import main
+from pcfjudge.engine.window_runs import BLAS_THREADS
 from pcfjudge_lab.bench.loop_bench import LoopBench, format_report, rerank_body, run, stage_of
 from threadpoolctl import threadpool_info, threadpool_limits
 
