@@ -5,6 +5,7 @@ take the lean handler."""
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -17,6 +18,7 @@ from pcfjudge.doors.listwise import listwise_routes
 from pcfjudge.doors.pairwise import pairwise_routes
 from pcfjudge.doors.rerank import rerank_routes
 from pcfjudge.doors.reward import reward_adapter_routes
+from pcfjudge.http import read_body
 from pcfjudge.http.read_body import ReadRoute, lean_handler
 
 PLAIN = "/test/plain-listwise"
@@ -69,10 +71,19 @@ def _comparable(response: httpx.Response) -> tuple[int, Any]:
     return response.status_code, data
 
 
+@pytest.mark.parametrize("threaded", [False, True], ids=["here", "in a thread"])
 @pytest.mark.parametrize(("name", "payload", "content_type"), BODIES, ids=[b[0] for b in BODIES])
 async def test_the_lean_handler_answers_as_fastapis_own(
-    client: httpx.AsyncClient, name: str, payload: bytes, content_type: str | None
+    client: httpx.AsyncClient,
+    name: str,
+    payload: bytes,
+    content_type: str | None,
+    threaded: bool,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    """Validated here or, as a large body is, in a worker thread (every body is large to the second run)."""
+    if threaded:
+        monkeypatch.setattr(read_body, "THREAD_FROM_BYTES", 0)
     headers = {"content-type": content_type} if content_type is not None else {}
     await client.post("/judge/listwise", content=payload, headers=headers)  # a judgment's runs: cached for both
     lean = await client.post("/judge/listwise", content=payload, headers=headers)
@@ -127,8 +138,6 @@ async def test_a_body_repeated_byte_for_byte_is_validated_once(
     """The lean handler keeps what it validated by the body's bytes: the same bytes again are not validated again,
     a body one byte apart is; a body over ``KEPT_BYTES`` is validated every time. Request models are frozen, so the
     requests sharing one cannot change it."""
-    from pcfjudge.http import read_body
-
     validated = []
     real = read_body.request_body_to_args
 
@@ -153,3 +162,31 @@ async def test_a_body_repeated_byte_for_byte_is_validated_once(
 
     with pytest.raises(ValidationError, match="frozen"):
         ListwiseRequest.model_validate(GOOD).k = 5
+
+
+async def test_a_large_body_is_validated_and_planned_in_a_worker_thread(
+    client: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """From ``THREAD_FROM_BYTES`` a body's validation and its door's plan run in a worker thread (10,000 documents
+    held the event loop for about 70 ms); a smaller one's on the loop."""
+    threads: dict[str, list[bool]] = {"validated": [], "planned": []}
+    validate, plan = read_body.request_body_to_args, rerank_routes.build_plan
+
+    async def validated(*args: Any, **kwargs: Any) -> Any:
+        threads["validated"].append(threading.current_thread() is threading.main_thread())
+        return await validate(*args, **kwargs)
+
+    def planned(*args: Any, **kwargs: Any) -> Any:
+        threads["planned"].append(threading.current_thread() is threading.main_thread())
+        return plan(*args, **kwargs)
+
+    monkeypatch.setattr(read_body, "request_body_to_args", validated)
+    monkeypatch.setattr(rerank_routes, "build_plan", planned)
+    monkeypatch.setattr(read_body, "THREAD_FROM_BYTES", 4096)
+    small = {"model": "rerank-v3.5", "query": QUESTION, "documents": ["Canberra.", "Sydney."]}
+    large = small | {"documents": [f"{city} (document {i})" for i in range(300) for city in ("Canberra", "Perth")]}
+    assert len(json.dumps(small)) < 4096 <= len(json.dumps(large))
+    for body in (small, large):
+        reply = await client.post("/v2/rerank", json=body)
+        assert reply.status_code == 200, reply.text
+    assert threads == {"validated": [True, False], "planned": [True, False]}

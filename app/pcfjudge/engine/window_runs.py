@@ -40,7 +40,7 @@ from pcfjudge.judging import consensus as cons
 from pcfjudge.judging.prompts import listwise_version
 from pcfjudge.judging.run_records import RunRecord
 from pcfjudge.judging.waves import Budget
-from pcfjudge.judging.window_fit import on_scale
+from pcfjudge.judging.window_fit import WindowFit, on_scale
 from pcfjudge.judging.window_rounds import (
     WindowRanking,
     WindowReport,
@@ -90,9 +90,9 @@ def windowed_budget(task: ListwiseTask, window: int, most: int) -> ListwiseTask:
 
 
 THREAD_FROM = 1000
-"""Candidates from which the stepper plans and fits, and a door shapes its answer, in a worker thread: a fit of
-10,000 candidates takes tens of milliseconds of numpy and their response's rows a hundred, which the event loop would
-otherwise wait for (the thread gives it a turn every 5 ms)."""
+"""Candidates from which the stepper plans and fits, the result is built, and a door shapes its answer, in a worker
+thread: a fit of 10,000 candidates takes tens of milliseconds of numpy, their result's rows and their response's a
+hundred or two each, which the event loop would otherwise wait for (the thread gives it a turn every 5 ms)."""
 
 
 async def off_loop(n: int, work: Callable[[], T]) -> T:
@@ -158,6 +158,24 @@ async def judge_windows(
             watch.announce("round", round_ | {"windows_judged": len(records), "calls_budgeted": ranking.budget})
     fit = await off_loop(n, ranking.fit)
     await turns.take()  # the fit, then the result and its response: two steps, not one
+    calls = (records, outcomes, sums)
+    return await off_loop(n, lambda: _result(task, model, ranking, fit, calls, quorum, min_runs))
+
+
+def _result(
+    task: ListwiseTask,
+    model: ResolvedModel,
+    ranking: WindowRanking,
+    fit: WindowFit,
+    calls: tuple[list[RunRecord], list[CallOutcome], list[list[float]]],
+    quorum: float | None,
+    min_runs: int,
+) -> ListwiseResult:
+    """The judgment from the final fit and the ``calls`` (their runs, outcomes and each candidate's sums of the
+    other stats), or ``JudgingFailed``. For 10,000 candidates it takes 100–200 ms (their rows), so a large one is
+    built in a worker thread (``off_loop``), as the fit is."""
+    n, window = len(task.ids), ranking.spec.window
+    records, outcomes, sums = calls
     ok = len(records) - ranking.failed
     cut = ranking.stopped == "deadline"
     needed = needed_ok(len(records), quorum, [cut] if cut else [], ranking.calls, min_runs)

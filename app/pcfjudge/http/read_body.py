@@ -12,6 +12,7 @@ parsed value in the scope (``READ``). Every door's router uses ``ReadRoute``:
   parsing, dependency solving and response serialisation, none of which such a route needs) is skipped. Measured in
   process on a warm /judge/listwise request: ~12 % of its time. Any other route, and a body the middleware did not
   parse as JSON (another content type, none, not JSON at all), goes through FastAPI's handler unchanged;
+* a body of ``THREAD_FROM_BYTES`` or more is validated in a worker thread;
 * the lean handler keeps the values it validated for the last ``KEPT`` bodies (by their bytes, up to ``KEPT_BYTES``):
   a body repeated byte for byte is validated once (~6 % of a warm request). Request models are frozen, so the
   requests that share one cannot change it for the others.
@@ -19,6 +20,7 @@ parsed value in the scope (``READ``). Every door's router uses ``ReadRoute``:
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
@@ -45,7 +47,18 @@ KEPT_BYTES = 8192
 """The longest body kept: at most ``KEPT`` × ``KEPT_BYTES`` (2 MiB) of bodies per lean route, and about as much of
 their models (the texts they hold)."""
 
+THREAD_FROM_BYTES = 256 * 1024
+"""A body from this size is validated, and a door's plan of it built (``large``), in a worker thread: 10,000
+documents (1.9 MB) took 40 ms to validate and 25 ms to plan, which the event loop would otherwise wait for (a thread
+gives it a turn every 5 ms; docs/performance.md#cohere-sizes)."""
+
 Lean = Callable[[Request, bytes, Any], Awaitable[Response]]
+
+
+def large(request: Request) -> bool:
+    """Whether the request's body (as the body middleware read it) is ``THREAD_FROM_BYTES`` or more."""
+    read = request.scope.get(READ)
+    return read is not None and len(read[0]) >= THREAD_FROM_BYTES
 
 
 class ReadRequest(Request):
@@ -107,11 +120,16 @@ def lean_handler(route: APIRoute) -> Lean | None:
         """``raw``, the body as it came, and ``parsed``, its JSON value."""
         values = kept.get(raw) if len(raw) <= KEPT_BYTES else None
         if values is None:
-            values, errors = await request_body_to_args(fields, parsed, embed_body_fields=False)
+            validating = request_body_to_args(fields, parsed, embed_body_fields=False)  # no await in it for JSON
+            if len(raw) >= THREAD_FROM_BYTES:
+                checked, errors = await asyncio.to_thread(asyncio.run, validating)
+            else:
+                checked, errors = await validating
             if errors:
                 raise RequestValidationError(errors, body=parsed)
             if len(raw) <= KEPT_BYTES:
-                kept.put(raw, values)
+                kept.put(raw, checked)
+            values = checked
         return await endpoint(**values, **{request_name: request})
 
     return lean
