@@ -189,7 +189,7 @@ class WindowRanking:
     def _stage(self, fit: WindowFit) -> list[Window]:
         """A stage (``window_stages``): the best of the field in fresh full windows, to link every group."""
         w = self.spec.window
-        size = next_size(self.alive, w, self.focus, self.budget - self.calls)
+        size = next_size(self.alive, self.focus)
         size = min(self.alive, windows_for(size, w) * w)  # every call shows a full window
         going_on = survivors(fit.scores, self._latest, size)
         seed = self.spec.seed * 1000 + self.steps
