@@ -17,7 +17,7 @@ ranking``) run the very same decisions:
   nearest a boundary of that top (``window_stages.nearest``: its cut or a place within it; as many windows as the
   uncertain fill); it stops ``certified`` when fewer than two are uncertain. Round trips: one per stage and per
   step (the thirds make them about ``log1.5`` of the calls after the stages: 5 at 100 documents and 12 calls,
-  about 12 at 1,000 and 124).
+  about 14 at 1,000 and 124).
 
 ``stopped``: ``rounds`` (every uniform round made), ``certified`` (the top ``top_n`` no longer in doubt),
 ``budget`` (uncertain candidates remain, and no further step fits), ``failed`` (calls of the latest step failed:
