@@ -6,6 +6,7 @@ the store says, the client sends no ``CLIENT SETINFO``, and a job that makes no 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from typing import Any
 
 import httpx
@@ -71,6 +72,24 @@ async def test_a_heartbeat_cancelled_through_a_store_error_still_ends() -> None:
                 raise StoreUnavailable("ResponseError: unknown subcommand 'SETINFO'") from None
 
         store.renew = renew_that_hides_cancellation  # type: ignore[method-assign]
+        accepted = await client.post("/v1/jobs", json={"endpoint": "/judge/listwise", "request": LISTWISE})
+        job = await finished(client, accepted.json()["location"])
+        assert job["status"] == "succeeded", job
+
+
+async def test_a_heartbeat_whose_cancellation_a_store_swallows_still_ends() -> None:
+    """The store answers a cancelled renewal as if nothing happened ("ok", the cancellation swallowed): the run is
+    over, so its heartbeat stops at its next turn and the job ends (before, the heartbeat went on renewing the lease
+    of a job that stayed running: a replica's resumed job seen so in CI, all its calls done)."""
+    async with app_with_services(Settings(sim_latency_ms=300, job_sweep_s=0.05, job_lease_s=0.3)) as (client, services):
+        store, renew = services.jobs, services.jobs.renew
+
+        async def renew_that_swallows_cancellation(*args: Any) -> Any:
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.sleep(0.05)  # a renewal in flight when the run ends
+            return await renew(*args)
+
+        store.renew = renew_that_swallows_cancellation  # type: ignore[method-assign]
         accepted = await client.post("/v1/jobs", json={"endpoint": "/judge/listwise", "request": LISTWISE})
         job = await finished(client, accepted.json()["location"])
         assert job["status"] == "succeeded", job

@@ -76,6 +76,7 @@ class Running:
     record: JobRecord
     gone: asyncio.Event = field(default_factory=asyncio.Event)
     reason: str | None = None  # cancelled, lost, timeout, shutdown, stalled
+    ended: bool = False  # its run is over: its heartbeat stops, even if a store swallowed the heartbeat's cancellation
     progress: dict[str, int] = field(default_factory=lambda: {"calls_done": 0, "cache_hits": 0, "call_errors": 0})
 
     def stop(self, reason: str) -> None:
@@ -199,6 +200,7 @@ class JobRunner:
         except Exception:
             log.exception("job %s failed unexpectedly", record.id)
         finally:
+            running.ended = True
             timer.cancel()
             heartbeat.cancel()
             await asyncio.gather(heartbeat, return_exceptions=True)
@@ -276,6 +278,8 @@ class JobRunner:
         seen, moved_at = dict(running.progress), loop.time()
         while True:
             await asyncio.sleep(min(s.job_lease_s / 3, PROGRESS_S))
+            if running.ended:  # a cancellation a store swallowed (it answered "ok"): the job would stay running
+                return
             if running.progress != seen:
                 seen, moved_at = dict(running.progress), loop.time()
             elif loop.time() - moved_at > s.job_stall_s:
