@@ -56,10 +56,10 @@ def test_the_whole_order_takes_every_round_at_once_each_candidate_once_per_round
 
 
 def test_a_boundary_ranking_is_one_round_a_linking_stage_then_full_windows_at_the_boundary() -> None:
-    """top_n 10 of 100 in windows of 16, 4 rounds' calls (28): one uniform round (7 windows); one stage keeping
-    100 ** 0.75 (``STAGE_POWER``: 32, two full windows; the most careful share that fits would be 0.7), every window
-    of the round sending its best on, which links every candidate onto one scale; then boundary steps, each at most a third of the calls left, of
-    full windows over the candidates nearest the boundary. A judge with noise 1: the top 10 but for the 10th and
+    """top_n 10 of 100 in windows of 16, 4 rounds' calls (28): one uniform round (7 windows); one stage keeping a
+    fifth (``KEEP``: 20, filled to two full windows' 32), every window of the round sending its best on, which links
+    every candidate onto one scale; then boundary steps, each at most a third of the calls left, of full windows over
+    the candidates nearest the boundary. A judge with noise 1: the top 10 but for the 10th and
     11th, 0.47 apart."""
     n = 100
     ranking = WindowRanking(n, WindowSpec(16, 4, top_n=10))
@@ -97,7 +97,8 @@ def test_a_clear_boundary_is_certified_once_the_stages_are_done() -> None:
     while windows := ranking.next_windows():
         for w in windows:
             ranking.record(w, call(w))
-    assert ranking.stopped == "certified" and ranking.alive == 16  # one stage (one full window: 40 ** 0.75) linked them
+    # one stage (a fifth of 40, at least the focus: one full window) linked them all
+    assert ranking.stopped == "certified" and ranking.alive == 16
     assert ranking_of(ranking.fit().scores)[:5] == [0, 1, 2, 3, 4]
 
 

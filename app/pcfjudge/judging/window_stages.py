@@ -52,7 +52,7 @@ documents and 1,249 calls (16 worlds) 0.163 → 0.156, within their noise."""
 
 
 def focus_size(top_n: int, window: int) -> int:
-    """The field the stages' keep is reckoned down to (see the module docstring)."""
+    """The least a stage keeps, and the field the least budget's stages go down to (see the module docstring)."""
     return max(window, math.ceil(FOCUS_SHARE * max(top_n, DEFAULT_FOCUS)))
 
 

@@ -6,10 +6,10 @@ Up to ``PCFJ_MAX_CANDIDATES`` (default 16, one prompt's window) documents are on
 permutations; more, up to ``PCFJ_MAX_ITEMS`` (default 10,000), are judged in rounds of windows fitted onto one scale
 (``engine.window_runs``), so relevance scores are comparable across the whole list. With ``top_n``, one round and
 a stage put every document on one scale, and the calls left go to those nearest a boundary of the top
-(``judging.window_stages``); without it every round is uniform (every relevance score matters). ``pcfjudge.max_calls`` states the
-budget. More than ``PCFJ_MAX_ITEMS`` is a 413 naming the limit; none is a 400. A document longer than
-``max_tokens_per_doc`` (Cohere's default 4,096 tokens) is truncated, or with ``long_documents`` best_chunk split into
-chunks judged as candidates, the document scored by its best (``chunks``, ``best_chunks``).
+(``judging.window_stages``); without it every round is uniform (every relevance score matters).
+``pcfjudge.max_calls`` states the budget. More than ``PCFJ_MAX_ITEMS`` is a 413 naming the limit; none is a 400. A
+document longer than ``max_tokens_per_doc`` (Cohere's default 4,096 tokens) is truncated, or with ``long_documents``
+best_chunk split into chunks judged as candidates, the document scored by its best (``chunks``, ``best_chunks``).
 
 One document (retrievers return one all the time, and Cohere and TEI accept it) is judged pointwise, exactly as a
 reward group of one is (``pcfjudge.reward.scoring``): the same listwise task with a single candidate, one call (there
