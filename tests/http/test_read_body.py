@@ -168,7 +168,7 @@ async def test_a_large_body_is_validated_and_planned_in_a_worker_thread(
     client: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """From ``THREAD_FROM_BYTES`` a body's validation and its door's plan run in a worker thread (10,000 documents
-    held the event loop for about 70 ms); a smaller one's on the loop."""
+    held the event loop for about 70 ms), answered now or queued as a job; a smaller one's on the loop."""
     threads: dict[str, list[bool]] = {"validated": [], "planned": []}
     validate, plan = read_body.request_body_to_args, rerank_routes.build_plan
 
@@ -190,3 +190,7 @@ async def test_a_large_body_is_validated_and_planned_in_a_worker_thread(
         reply = await client.post("/v2/rerank", json=body)
         assert reply.status_code == 200, reply.text
     assert threads == {"validated": [True, False], "planned": [True, False]}
+    for body in (small, large):  # the same bodies as jobs: checked (and planned) at intake the same way
+        reply = await client.post("/v1/jobs", json={"endpoint": "/v2/rerank", "request": body})
+        assert reply.status_code == 202, reply.text
+    assert threads["planned"] == [True, False, True, False]

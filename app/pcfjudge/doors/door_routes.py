@@ -4,7 +4,6 @@ plan with the same ``answer`` (``api.jobs.job_runner``)."""
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import orjson
@@ -14,7 +13,7 @@ from starlette.responses import Response
 from pcfjudge.doors.anytime import answer_deadline
 from pcfjudge.engine.progress import Watch
 from pcfjudge.http.door_spec import JobRoute, http_call, watch_for
-from pcfjudge.http.read_body import large
+from pcfjudge.http.read_body import body_size, sized
 from pcfjudge.http.streaming import stream
 from pcfjudge.telemetry.metrics import DoorName
 
@@ -25,8 +24,7 @@ async def respond(request: Request, body: Any, route: JobRoute[Any, Any], name: 
     call = http_call(request, name, options.stream)
     services = call.services
     watch = watch_for(answer_deadline(services.settings.fanout, options.deadline_ms, request.headers.get("prefer")))
-    planning = (services, body)  # checked here, before any answer; a large body's in a worker thread
-    plan = await asyncio.to_thread(route.plan, *planning) if large(request) else route.plan(*planning)
+    plan = await sized(body_size(request), route.plan, services, body)  # checked here, before any answer
     if options.stream:
 
         async def data(watch: Watch) -> dict[str, Any]:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any
+from typing import Any, TypeVar
 
 from fastapi import params
 from fastapi.dependencies.utils import request_body_to_args
@@ -48,17 +48,24 @@ KEPT_BYTES = 8192
 their models (the texts they hold)."""
 
 THREAD_FROM_BYTES = 256 * 1024
-"""A body from this size is validated, and a door's plan of it built (``large``), in a worker thread: 10,000
+"""A body from this size is validated, and a door's plan of it built (``sized``), in a worker thread: 10,000
 documents (1.9 MB) took 40 ms to validate and 25 ms to plan, which the event loop would otherwise wait for (a thread
 gives it a turn every 5 ms; docs/performance.md#cohere-sizes)."""
 
 Lean = Callable[[Request, bytes, Any], Awaitable[Response]]
+T = TypeVar("T")
 
 
-def large(request: Request) -> bool:
-    """Whether the request's body (as the body middleware read it) is ``THREAD_FROM_BYTES`` or more."""
+def body_size(request: Request) -> int:
+    """The request's body's bytes, as the body middleware read them (0 when it did not)."""
     read = request.scope.get(READ)
-    return read is not None and len(read[0]) >= THREAD_FROM_BYTES
+    return len(read[0]) if read is not None else 0
+
+
+async def sized(size: int, work: Callable[..., T], *args: Any) -> T:
+    """``work(*args)`` for a body of ``size`` bytes: in a worker thread from ``THREAD_FROM_BYTES``, else here (a
+    door's plan, a job's request read again and planned)."""
+    return await asyncio.to_thread(work, *args) if size >= THREAD_FROM_BYTES else work(*args)
 
 
 class ReadRequest(Request):

@@ -33,6 +33,7 @@ from pcfjudge.cache.job_record import Admission, JobRecord, StoreUnavailable, co
 from pcfjudge.doors.anytime import answer_deadline
 from pcfjudge.doors.door_list import JOB_ROUTES
 from pcfjudge.errors import ApiError, client_error
+from pcfjudge.http.read_body import body_size, sized
 from pcfjudge.services import Services
 from pcfjudge.settings import JobSettings
 
@@ -153,7 +154,7 @@ async def submit(services: Services, sub: Submission, request: Request, runner: 
     """Check, store and acknowledge one job: 202 with ``{"id", "status": "queued", "location"}``; its plan is kept
     for this replica's runner (another replica that claims it plans its stored request again)."""
     s = services.settings.jobs
-    plan = check(services, sub)
+    plan = await sized(body_size(request), check, services, sub)
     if sub.webhook_url is not None:
         server = request.scope.get("server")
         await webhooks.check_url(

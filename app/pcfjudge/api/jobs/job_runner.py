@@ -46,6 +46,7 @@ from pcfjudge.engine.runner import CallOutcome, CallSpec
 from pcfjudge.http.door_spec import Call
 from pcfjudge.http.error_handlers import answer_of
 from pcfjudge.http.error_shapes import Answer
+from pcfjudge.http.read_body import sized
 from pcfjudge.kept import Kept
 from pcfjudge.services import Services
 from pcfjudge.settings import JobSettings
@@ -242,10 +243,11 @@ class JobRunner:
         record, services = running.record, self.services
         door, route = JOB_ROUTES[record.endpoint]
         try:
-            body = route.request.model_validate_json(record.request)
+            size = len(record.request)  # a large request is read again and planned in a worker thread
+            body = await sized(size, route.request.model_validate_json, record.request)
             plan = self._plans.pop(record.id, None)
             if plan is None:
-                plan = route.plan(services, body)
+                plan = await sized(size, route.plan, services, body)
             deadline_ms, prefer = route.answering(body).deadline_ms, record.headers.get("prefer")
             answer_by = answer_deadline(services.settings.fanout, deadline_ms, prefer)
             watch = Watch(answer_by, left, on_outcome=running.count, priority="background", key=record.owner)
