@@ -22,7 +22,12 @@ term per display position, ``s[c, k] = mu + theta[c] + b[k] + p[pos] + e`` (posi
 that favours what it sees first (or last) gets that share measured (``position_effects``) and taken out of every
 candidate's score. It is fitted by backfitting: the position effects from the residuals, then the two-way fit of the
 scores less them, up to ``POSITION_PASSES`` times (each pass exact for its half; a balanced design settles in two or
-three), stopping once no effect moves by ``SETTLED``; a refit starts from the last fit's scores.
+three), stopping once no effect moves by ``SETTLED``; a refit starts from the last fit's scores. Each pass shrinks the
+measured effects towards none by the James–Stein factor (``shrunk``): sixteen effects from a dozen calls are mostly
+noise when the judge's bias is small (3.8–6.4 points of made-up bias, measured unshrunk, where there was none), and
+taking that noise out of every score cost recall (``pcfjudge bench ranking``, 100 documents at the sliding window's
+12 calls, 3,000 worlds: top-10 recall 0.821 → 0.830 with a bias of 5; 0.813 → 0.810 with a bias of 15, which keeps
+nearly all of its size).
 A candidate seen once, in one position, cannot be told from its position: that takes windows that show it again
 elsewhere, which is what ``windows`` balances.
 
@@ -96,10 +101,12 @@ def fit_windows(
         shown = np.bincount(pos).astype(np.float64)
         effect = np.zeros(len(shown))
         for _ in range(POSITION_PASSES):  # backfitting: the position effects, then the two-way fit without them
-            residuals = centred - effect[pos] - theta[cand] - offset[call]
-            change = np.divide(np.bincount(pos, residuals), shown, out=np.zeros(len(shown)), where=shown > 0)
-            effect += change
-            effect -= float(effect @ shown) / float(shown.sum())
+            rest = centred - theta[cand] - offset[call]
+            raw = np.divide(np.bincount(pos, rest), shown, out=np.zeros(len(shown)), where=shown > 0)
+            raw -= float(raw @ shown) / float(shown.sum())
+            residuals = rest - raw[pos]
+            new = shrunk(raw, shown, float(residuals @ residuals) / (dof - len(shown) + 1))
+            change, effect = new - effect, new
             theta, offset = solve(centred - effect[pos], theta)
             if float(np.abs(change).max()) < SETTLED:  # a refit from the last one settles in a pass or two
                 break
@@ -123,6 +130,18 @@ def fit_windows(
         iterations=solve.iterations,
         position_effects=effects,
     )
+
+
+def shrunk(raw: np.ndarray, shown: np.ndarray, variance: float) -> np.ndarray:
+    """Position effects ``raw`` (weighted mean 0) shrunk towards none by the positive-part James–Stein factor
+    ``1 - (P - 3) v / |raw|^2``: ``P`` positions (one dimension spent on the mean), ``v`` the mean sampling variance
+    of one position's effect (``variance`` over the times it was shown). A small bias measured from few calls is
+    mostly noise and is shrunk away; a large one keeps nearly all of its size."""
+    seen = shown > 0
+    noise = float(np.mean(variance / shown[seen])) if seen.any() else 0.0
+    signal = float(raw @ raw)
+    factor = 1.0 - max(0, int(seen.sum()) - 3) * noise / signal if signal > 0 else 0.0
+    return np.asarray(raw * min(1.0, max(0.0, factor)))
 
 
 class _TwoWay:
