@@ -179,7 +179,8 @@ class WindowsOut(BaseModel):
     position_effects: list[float] = Field(
         default_factory=list,
         description="The judge's position bias as the fit measured it, by display position (0 first), in points of "
-        "the 0–100 scale; taken out of every candidate's consensus.",
+        "the 0–100 scale, shrunk towards none while it is mostly noise (James–Stein, docs/method.md); taken out of "
+        "every candidate's consensus.",
     )
 
 
